@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Test-only helpers shared by tests/test_*.c (not installed).
+ *
+ * rdma-suite tests call pc_test_require_rdma() first: with no RDMA device
+ * they skip (exit 77) on a host, but fail inside the soft-RoCE VM
+ * (tools/rxe-vm sets PC_IN_VM=1), where a missing device is a bug.
+ */
+#ifndef PC_TEST_H
+#define PC_TEST_H
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <infiniband/verbs.h>
+
+static inline int pc_test_in_vm(void)
+{
+	const char *v = getenv("PC_IN_VM");
+
+	return v && strcmp(v, "1") == 0;
+}
+
+/* Returns the number of RDMA devices; never returns when there are none. */
+static inline int pc_test_require_rdma(void)
+{
+	struct ibv_device **list;
+	int n = 0;
+
+	list = ibv_get_device_list(&n);
+	if (list)
+		ibv_free_device_list(list);
+	if (n > 0)
+		return n;
+	if (pc_test_in_vm()) {
+		fprintf(stderr, "FAIL: running inside the soft-RoCE VM but no RDMA device is visible\n");
+		exit(1);
+	}
+	fprintf(stderr, "SKIP: no RDMA device here; run this suite inside tools/rxe-vm\n");
+	exit(77);
+}
+
+static inline int pc_test_run(Suite *s)
+{
+	SRunner *sr = srunner_create(s);
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+#endif /* PC_TEST_H */
