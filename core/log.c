@@ -52,6 +52,8 @@ void pc_log(enum pc_log_level level, const char *fmt, ...)
 	char buf[512];
 	va_list ap;
 
+	if ((int)level > current_level())
+		return;
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
@@ -63,13 +65,29 @@ const char *pc_last_error(void)
 	return last_error;
 }
 
+static int set_error(enum pc_log_level level, int err, const char *fmt, va_list ap)
+{
+	vsnprintf(last_error, sizeof(last_error), fmt, ap);
+	emit(level, last_error);
+	return err;
+}
+
 int pc_set_error(int err, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(last_error, sizeof(last_error), fmt, ap);
+	err = set_error(PC_LOG_ERR, err, fmt, ap);
 	va_end(ap);
-	emit(PC_LOG_ERR, last_error);
+	return err;
+}
+
+int pc_set_errorl(enum pc_log_level level, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	err = set_error(level, err, fmt, ap);
+	va_end(ap);
 	return err;
 }

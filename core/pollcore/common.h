@@ -152,6 +152,16 @@ const char *pc_last_error(void);
  */
 int pc_set_error(int err, const char *fmt, ...) pc_printf(2, 3);
 
+/**
+ * pc_set_errorl - pc_set_error() that logs at @level instead of ERR.
+ * @level: log level of the message (e.g. PC_LOG_DEBUG for expected flushes).
+ * @err: negative errno being returned.
+ * @fmt: printf format of the explanation.
+ *
+ * Return: @err.
+ */
+int pc_set_errorl(enum pc_log_level level, int err, const char *fmt, ...) pc_printf(3, 4);
+
 #ifdef __cplusplus
 }
 #endif
