@@ -5,10 +5,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pc_config.h"
+
 static pc_log_fn sink;
 static void *sink_arg;
 static int log_level = -1;
 static __thread char last_error[512];
+
+const char *pc_version(void)
+{
+	return PC_VERSION;
+}
 
 void pc_log_set_sink(pc_log_fn fn, void *arg)
 {

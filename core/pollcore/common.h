@@ -84,6 +84,13 @@ static inline int pc_neg_errno(int ret)
 	return errno ? -errno : -EIO;
 }
 
+/**
+ * pc_version - the library's version string, e.g. "0.1.0".
+ *
+ * Return: a static string.
+ */
+const char *pc_version(void);
+
 enum pc_log_level {
 	PC_LOG_ERR = 0,
 	PC_LOG_WARN,

@@ -1,0 +1,11 @@
+/* SPDX-License-Identifier: MIT */
+/* pollcore/pollcore.h - everything an application needs. */
+#ifndef POLLCORE_POLLCORE_H
+#define POLLCORE_POLLCORE_H
+
+#include <pollcore/common.h>
+#include <pollcore/verbs.h>
+#include <pollcore/ring.h>
+#include <pollcore/pool.h>
+
+#endif /* POLLCORE_POLLCORE_H */
