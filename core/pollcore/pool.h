@@ -83,7 +83,7 @@ struct pc_pool_allocator {
 /**
  * struct pc_pool_params - what pc_pool_create() builds.
  * @name: short name used in log and error messages (e.g. "w0-recv"); NULL
- *        for "pool".
+ *        for "(unnamed)".
  * @nbufs: number of buffers, > 0.
  * @buf_size: bytes per buffer, > 0. Buffers start on PC_CACHELINE
  *            boundaries; a power of two >= PC_CACHELINE wastes nothing and
