@@ -253,6 +253,10 @@ int main(int argc, char **argv)
 		if (n < 0 || !names)
 			goto out_topo;
 		n = PC_MIN(pc_topo_devices(t, names, n), n);
+		free(o.devices);
+		o.devices = calloc(n ? n : 1, sizeof(*o.devices));
+		if (!o.devices)
+			goto out_topo;
 		for (int i = 0; i < n; i++)
 			o.devices[o.nr_devices++] = names[i];
 	}
