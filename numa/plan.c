@@ -15,8 +15,8 @@
 #include <string.h>
 
 struct core {
-	hwloc_obj_t obj;  /* Core, or PU on topologies without cores */
-	int pus[16];	  /* its allowed PUs (os indexes), ascending */
+	hwloc_obj_t obj; /* Core, or PU on topologies without cores */
+	int pus[16];	 /* its allowed PUs (os indexes), ascending */
 	int nr_pus;
 	int nr_used;	  /* workers on it (PUs taken in order) */
 	hwloc_obj_t node; /* NUMA node of its first PU */
@@ -72,8 +72,8 @@ static int collect_cores(struct planner *p, const struct pc_plan_policy *pol)
 {
 	hwloc_topology_t h = p->t->h;
 	hwloc_const_cpuset_t allowed = hwloc_topology_get_allowed_cpuset(h);
-	hwloc_obj_type_t type = hwloc_get_nbobjs_by_type(h, HWLOC_OBJ_CORE) ? HWLOC_OBJ_CORE
-									   : HWLOC_OBJ_PU;
+	hwloc_obj_type_t type =
+	    hwloc_get_nbobjs_by_type(h, HWLOC_OBJ_CORE) ? HWLOC_OBJ_CORE : HWLOC_OBJ_PU;
 	hwloc_bitmap_t hk = NULL;
 	hwloc_obj_t o = NULL;
 	int n = hwloc_get_nbobjs_by_type(h, type);
@@ -97,7 +97,8 @@ static int collect_cores(struct planner *p, const struct pc_plan_policy *pol)
 			continue;
 		hwloc_bitmap_foreach_begin(pu, o->cpuset)
 		{
-			if (hwloc_bitmap_isset(allowed, pu) && c->nr_pus < (int)PC_ARRAY_SIZE(c->pus))
+			if (hwloc_bitmap_isset(allowed, pu) &&
+			    c->nr_pus < (int)PC_ARRAY_SIZE(c->pus))
 				c->pus[c->nr_pus++] = pu;
 		}
 		hwloc_bitmap_foreach_end();
@@ -129,8 +130,8 @@ static uint64_t distance(const struct planner *p, unsigned int d, hwloc_obj_t no
 
 		if (!from)
 			continue;
-		if (p->dist && hwloc_distances_obj_pair_values(p->dist, from, node, &to_node,
-							       &back) == 0) {
+		if (p->dist &&
+		    hwloc_distances_obj_pair_values(p->dist, from, node, &to_node, &back) == 0) {
 			v = to_node;
 		} else {
 			/* No matrix: the deeper the common ancestor, the nearer. */
@@ -241,7 +242,8 @@ static int check_args(const struct pc_topo *t, const char *const *devices, unsig
 	if (!devices || nr_devices == 0)
 		return pc_set_error(-EINVAL, "pc_plan_build: no RDMA device given");
 	if (w == 0)
-		return pc_set_error(-EINVAL, "pc_plan_build: workers per device must be at least 1");
+		return pc_set_error(-EINVAL,
+				    "pc_plan_build: workers per device must be at least 1");
 	if (nr_devices > INT_MAX / w)
 		return pc_set_error(-ENOSPC, "pc_plan_build: %u devices x %u workers is too many",
 				    nr_devices, w);
@@ -259,7 +261,7 @@ int pc_plan_build(const struct pc_topo *t, const char *const *devices, unsigned 
 {
 	static const struct pc_plan_policy defaults;
 	const struct pc_plan_policy *pol = policy ? policy : &defaults;
-	struct planner p = { .t = t, .nr_devices = nr_devices };
+	struct planner p = {.t = t, .nr_devices = nr_devices};
 	unsigned int w = workers_per_device, total, *placed = NULL;
 	struct pc_plan *plan = NULL;
 	int err;
@@ -285,12 +287,12 @@ int pc_plan_build(const struct pc_topo *t, const char *const *devices, unsigned 
 	if (err)
 		goto out;
 	if ((int)total > p.nr_slots) {
-		err = pc_set_error(-ENOSPC,
-				   "%u workers (%u per device, %u device(s)) but %s has only %d free %s%s", total,
-				   w, nr_devices, topo_origin(t), p.nr_slots,
-				   pol->flags & PC_PLAN_ALLOW_SMT ? "PUs" : "cores",
-				   pol->flags & PC_PLAN_NO_HOUSEKEEPING ? ""
-									: " (housekeeping left out)");
+		err = pc_set_error(
+		    -ENOSPC,
+		    "%u workers (%u per device, %u device(s)) but %s has only %d free %s%s", total,
+		    w, nr_devices, topo_origin(t), p.nr_slots,
+		    pol->flags & PC_PLAN_ALLOW_SMT ? "PUs" : "cores",
+		    pol->flags & PC_PLAN_NO_HOUSEKEEPING ? "" : " (housekeeping left out)");
 		goto out;
 	}
 	plan = calloc(1, sizeof(*plan) + total * sizeof(plan->entries[0]));

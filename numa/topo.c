@@ -49,8 +49,9 @@ static struct pc_topo *topo_open(const char *xml)
 		goto err_free;
 	}
 	if (xml && hwloc_topology_set_xml(t->h, xml) < 0) {
-		err = pc_set_error(-EINVAL, "%s is not an hwloc XML topology this hwloc (%s) accepts",
-				   xml, HWLOC_VERSION);
+		err =
+		    pc_set_error(-EINVAL, "%s is not an hwloc XML topology this hwloc (%s) accepts",
+				 xml, HWLOC_VERSION);
 		goto err_destroy;
 	}
 	/* Without this filter hwloc drops PCI and OpenFabrics objects. */
@@ -60,7 +61,8 @@ static struct pc_topo *topo_open(const char *xml)
 			err = pc_set_error(-EINVAL, "cannot load topology XML file %s: %s", xml,
 					   strerror(errno));
 		else
-			err = pc_set_error(pc_neg_errno(-1), "cannot discover this machine's topology: %s",
+			err = pc_set_error(pc_neg_errno(-1),
+					   "cannot discover this machine's topology: %s",
 					   strerror(errno));
 		goto err_destroy;
 	}
@@ -174,7 +176,7 @@ static int add_name(char (*names)[PC_NIC_NAME_MAX], int n, const char *name)
 
 int pc_topo_devices(const struct pc_topo *t, char (*names)[PC_NIC_NAME_MAX], int max)
 {
-	char (*all)[PC_NIC_NAME_MAX] = NULL;
+	char(*all)[PC_NIC_NAME_MAX] = NULL;
 	hwloc_obj_t o = NULL;
 	int n = 0, cap = 0;
 	DIR *dir = NULL;
@@ -334,10 +336,12 @@ int pc_topo_nic_locality(const struct pc_topo *t, const char *name, struct pc_ni
 
 	memset(loc, 0, sizeof(*loc));
 	if (!name || !name[0] || strlen(name) >= PC_NIC_NAME_MAX)
-		return pc_set_error(-EINVAL, "invalid RDMA device name '%s'", name ? name : "(null)");
+		return pc_set_error(-EINVAL, "invalid RDMA device name '%s'",
+				    name ? name : "(null)");
 	osdev = find_osdev(t->h, name);
 	if (!osdev && !sysfs_has_device(t, name))
-		return pc_set_error(-ENODEV, "RDMA device %s not found in %s", name, topo_origin(t));
+		return pc_set_error(-ENODEV, "RDMA device %s not found in %s", name,
+				    topo_origin(t));
 
 	snprintf(loc->name, sizeof(loc->name), "%s", name);
 	loc->nodeset = hwloc_bitmap_alloc();

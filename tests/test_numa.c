@@ -210,7 +210,7 @@ START_TEST(test_power9_mlx5_2_second_package_node_8)
 	hwloc_topology_t h = pc_topo_hwloc(t);
 	hwloc_obj_t pkg0 = hwloc_get_obj_by_type(h, HWLOC_OBJ_PACKAGE, 0);
 	hwloc_obj_t pkg1 = hwloc_get_obj_by_type(h, HWLOC_OBJ_PACKAGE, 1);
-	const char *dev[] = { "mlx5_2" };
+	const char *dev[] = {"mlx5_2"};
 	struct pc_nic_locality loc;
 	struct pc_plan *plan;
 
@@ -239,7 +239,7 @@ END_TEST
 START_TEST(test_hp_mlx4_0_interleaved_pus)
 {
 	struct pc_topo *t = open_with_device("mlx4_0");
-	const char *dev[] = { "mlx4_0" };
+	const char *dev[] = {"mlx4_0"};
 	struct pc_nic_locality loc;
 	struct pc_plan *plan;
 	hwloc_bitmap_t even = hwloc_bitmap_alloc();
@@ -283,13 +283,13 @@ START_TEST(test_four_workers_four_local_cores)
 	for (int i = 0; i < nr_xml; i++) {
 		struct pc_topo *t = open_xml(i);
 		hwloc_topology_t h = pc_topo_hwloc(t);
-		hwloc_obj_t first = core_of_pu(
-			h, hwloc_bitmap_first(hwloc_topology_get_allowed_cpuset(h)));
+		hwloc_obj_t first =
+		    core_of_pu(h, hwloc_bitmap_first(hwloc_topology_get_allowed_cpuset(h)));
 		char names[16][PC_NIC_NAME_MAX];
 		int n = devices_of(t, names, 16);
 
 		for (int d = 0; d < n; d++) {
-			const char *dev[] = { names[d] };
+			const char *dev[] = {names[d]};
 			struct pc_nic_locality loc;
 			struct pc_plan *plan, *again;
 
@@ -306,9 +306,8 @@ START_TEST(test_four_workers_four_local_cores)
 			}
 			/* Pure function: same inputs, same plan. */
 			ck_assert_int_eq(pc_plan_build(t, dev, 1, 4, NULL, &again), 0);
-			ck_assert_int_eq(memcmp(plan, again,
-						sizeof(*plan) + 4 * sizeof(plan->entries[0])),
-					 0);
+			ck_assert_int_eq(
+			    memcmp(plan, again, sizeof(*plan) + 4 * sizeof(plan->entries[0])), 0);
 			pc_plan_free(again);
 			pc_plan_free(plan);
 			pc_nic_locality_release(&loc);
@@ -328,7 +327,7 @@ START_TEST(test_more_than_local_cores_spills_marked)
 		int n = devices_of(t, names, 16);
 
 		for (int d = 0; d < n; d++) {
-			const char *dev[] = { names[d] };
+			const char *dev[] = {names[d]};
 			struct pc_nic_locality loc;
 			struct pc_plan *plan;
 			int nl;
@@ -342,8 +341,8 @@ START_TEST(test_more_than_local_cores_spills_marked)
 				const struct pc_plan_entry *e = &plan->entries[k];
 
 				ck_assert_int_eq(e->local, k < nl);
-				ck_assert_int_eq(e->reason, k < nl ? PC_PLAN_LOCAL
-								   : PC_PLAN_SPILL_FULL);
+				ck_assert_int_eq(e->reason,
+						 k < nl ? PC_PLAN_LOCAL : PC_PLAN_SPILL_FULL);
 				ck_assert_int_eq(hwloc_bitmap_isset(loc.nodeset, e->numa_node),
 						 k < nl);
 			}
@@ -364,14 +363,15 @@ START_TEST(test_too_many_workers_enospc)
 		struct pc_topo *t = open_xml(i);
 		hwloc_topology_t h = pc_topo_hwloc(t);
 		hwloc_const_cpuset_t allowed = hwloc_topology_get_allowed_cpuset(h);
-		struct pc_plan_policy all = { .flags = PC_PLAN_NO_HOUSEKEEPING };
-		struct pc_plan_policy smt = { .flags = PC_PLAN_ALLOW_SMT };
+		struct pc_plan_policy all = {.flags = PC_PLAN_NO_HOUSEKEEPING};
+		struct pc_plan_policy smt = {.flags = PC_PLAN_ALLOW_SMT};
 		char names[16][PC_NIC_NAME_MAX];
 		int n = devices_of(t, names, 16);
 		int cores = free_cores_in(h, allowed, false);
 		int pus = hwloc_bitmap_weight(allowed);
-		int first_core_pus = hwloc_bitmap_weight(core_of_pu(h, hwloc_bitmap_first(allowed))->cpuset);
-		const char *dev[] = { names[0] };
+		int first_core_pus =
+		    hwloc_bitmap_weight(core_of_pu(h, hwloc_bitmap_first(allowed))->cpuset);
+		const char *dev[] = {names[0]};
 		struct pc_plan *plan = (void *)1;
 
 		ck_assert_int_gt(n, 0);
@@ -496,7 +496,7 @@ START_TEST(test_devices_share_fairly_each_on_its_side)
 			}
 		}
 		pc_plan_free(plan);
-out:
+	out:
 		for (int d = 0; d < n; d++)
 			pc_nic_locality_release(&loc[d]);
 		pc_topo_close(t);
@@ -507,9 +507,9 @@ END_TEST
 START_TEST(test_housekeeping_override)
 {
 	struct pc_topo *t = open_with_device("mlx4_0");
-	const char *dev[] = { "mlx4_0" };
-	struct pc_plan_policy all = { .flags = PC_PLAN_NO_HOUSEKEEPING };
-	struct pc_plan_policy hk = { 0 };
+	const char *dev[] = {"mlx4_0"};
+	struct pc_plan_policy all = {.flags = PC_PLAN_NO_HOUSEKEEPING};
+	struct pc_plan_policy hk = {0};
 	hwloc_bitmap_t set = hwloc_bitmap_alloc();
 	struct pc_plan *plan;
 
@@ -533,7 +533,7 @@ END_TEST
 START_TEST(test_bad_arguments)
 {
 	struct pc_topo *t;
-	const char *unknown[] = { "mlx9_9" };
+	const char *unknown[] = {"mlx9_9"};
 	const char *twice[2];
 	char names[16][PC_NIC_NAME_MAX];
 	struct pc_nic_locality loc;
@@ -588,7 +588,8 @@ static void put_file(const char *rel, const char *content)
 	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/%s", sysroot, rel);
-	for (slash = strchr(path + strlen(sysroot) + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
+	for (slash = strchr(path + strlen(sysroot) + 1, '/'); slash;
+	     slash = strchr(slash + 1, '/')) {
 		*slash = '\0';
 		mkdir(path, 0755);
 		*slash = '/';
@@ -651,7 +652,7 @@ START_TEST(test_netdev_rule_from_sysfs)
 		hwloc_bitmap_t want = hwloc_bitmap_alloc();
 		char num[16], names[16][PC_NIC_NAME_MAX];
 		struct pc_nic_locality loc;
-		const char *dev[] = { "rxe0" };
+		const char *dev[] = {"rxe0"};
 		struct pc_plan *plan;
 		int n;
 
@@ -742,14 +743,15 @@ static void synthetic_xml(char *path, const char *desc, bool matrix)
 	if (matrix) {
 		hwloc_obj_t nodes[4];
 		hwloc_uint64_t lat[16] = {
-			10, 40, 30, 20, 40, 10, 20, 30, 30, 20, 10, 40, 20, 30, 40, 10,
+		    10, 40, 30, 20, 40, 10, 20, 30, 30, 20, 10, 40, 20, 30, 40, 10,
 		};
 		hwloc_distances_add_handle_t dh;
 
 		for (int i = 0; i < 4; i++)
 			nodes[i] = hwloc_get_obj_by_type(h, HWLOC_OBJ_NUMANODE, i);
-		dh = hwloc_distances_add_create(h, "test", HWLOC_DISTANCES_KIND_FROM_USER |
-						HWLOC_DISTANCES_KIND_MEANS_LATENCY, 0);
+		dh = hwloc_distances_add_create(
+		    h, "test", HWLOC_DISTANCES_KIND_FROM_USER | HWLOC_DISTANCES_KIND_MEANS_LATENCY,
+		    0);
 		ck_assert_ptr_nonnull(dh);
 		ck_assert_int_eq(hwloc_distances_add_values(h, dh, 4, nodes, lat, 0), 0);
 		ck_assert_int_eq(hwloc_distances_add_commit(h, dh, 0), 0);
@@ -765,8 +767,8 @@ static void synthetic_xml(char *path, const char *desc, bool matrix)
 static void expect_spill_nodes(const char *desc, bool matrix, const char *node, const int *want,
 			       int nr)
 {
-	struct pc_plan_policy all = { .flags = PC_PLAN_NO_HOUSEKEEPING };
-	const char *dev[] = { "rxe0" };
+	struct pc_plan_policy all = {.flags = PC_PLAN_NO_HOUSEKEEPING};
+	const char *dev[] = {"rxe0"};
 	char path[64];
 	struct pc_topo *t;
 	struct pc_plan *plan;
@@ -778,8 +780,9 @@ static void expect_spill_nodes(const char *desc, bool matrix, const char *node, 
 	ck_assert_int_eq(pc_topo_set_sysfs_root(t, sysroot), 0);
 	ck_assert_int_eq(pc_plan_build(t, dev, 1, nr, &all, &plan), 0);
 	for (int k = 0; k < nr; k++) {
-		ck_assert_msg(plan->entries[k].numa_node == want[k], "%s: worker %d on node %d, want %d",
-			      desc, k, plan->entries[k].numa_node, want[k]);
+		ck_assert_msg(plan->entries[k].numa_node == want[k],
+			      "%s: worker %d on node %d, want %d", desc, k,
+			      plan->entries[k].numa_node, want[k]);
 		ck_assert_int_eq(plan->entries[k].local, k < 2);
 	}
 	pc_plan_free(plan);
@@ -790,8 +793,8 @@ static void expect_spill_nodes(const char *desc, bool matrix, const char *node, 
 
 START_TEST(test_spill_follows_distance_matrix)
 {
-	static const int by_matrix[] = { 0, 0, 3, 3, 2, 2, 1, 1 };
-	static const int by_index[] = { 0, 0, 1, 1, 2, 2, 3, 3 };
+	static const int by_matrix[] = {0, 0, 3, 3, 2, 2, 1, 1};
+	static const int by_index[] = {0, 0, 1, 1, 2, 2, 3, 3};
 
 	expect_spill_nodes("pack:4 [numa] core:2 pu:2", true, "0\n", by_matrix, 8);
 	expect_spill_nodes("pack:4 [numa] core:2 pu:2", false, "0\n", by_index, 8);
@@ -801,7 +804,7 @@ END_TEST
 START_TEST(test_spill_follows_tree_without_matrix)
 {
 	/* Node 2's group sibling is node 3; then the other group, lowest first. */
-	static const int want[] = { 2, 2, 3, 3, 0, 0, 1, 1 };
+	static const int want[] = {2, 2, 3, 3, 0, 0, 1, 1};
 
 	expect_spill_nodes("group:2 pack:2 [numa] core:2 pu:1", false, "2\n", want, 8);
 }
@@ -813,7 +816,7 @@ START_TEST(test_bind_and_alloc_live)
 {
 	struct pc_topo *t = pc_topo_open(), *x;
 	hwloc_bitmap_t mine = hwloc_bitmap_alloc();
-	struct pc_plan_entry e = { .worker = 0, .device_name = "none" };
+	struct pc_plan_entry e = {.worker = 0, .device_name = "none"};
 	struct pc_numa_where where;
 	size_t size = 1 << 20;
 	char *p;

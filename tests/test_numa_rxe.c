@@ -76,7 +76,7 @@ START_TEST(test_soft_roce_placed_by_netdev_or_machine)
 	n = pc_topo_devices(t, names, 32);
 	ck_assert_int_ge(n, 1);
 	for (int i = 0; i < PC_MIN(n, 32); i++) {
-		const char *dev[] = { names[i] };
+		const char *dev[] = {names[i]};
 		struct pc_nic_locality loc;
 		struct pc_plan *plan;
 		int node = sysfs_netdev_node(names[i]), mem;
@@ -95,15 +95,15 @@ START_TEST(test_soft_roce_placed_by_netdev_or_machine)
 			ck_assert_int_eq(hwloc_bitmap_first(loc.nodeset), node);
 		} else {
 			ck_assert_int_eq(loc.rule, PC_LOCALITY_MACHINE);
-			ck_assert(hwloc_bitmap_isequal(loc.cpuset,
-						       hwloc_topology_get_allowed_cpuset(h)));
+			ck_assert(
+			    hwloc_bitmap_isequal(loc.cpuset, hwloc_topology_get_allowed_cpuset(h)));
 		}
 		printf("%s: placed by rule %s\n", names[i], pc_locality_rule_str(loc.rule));
 		check_tool_says(names[i], pc_locality_rule_str(loc.rule));
 
 		/* Apply a one-worker plan for real; a 1-CPU VM has no core to spare. */
 		if (pc_plan_build(t, dev, 1, 1, NULL, &plan) == -ENOSPC) {
-			struct pc_plan_policy all = { .flags = PC_PLAN_NO_HOUSEKEEPING };
+			struct pc_plan_policy all = {.flags = PC_PLAN_NO_HOUSEKEEPING};
 
 			ck_assert_int_eq(pc_plan_build(t, dev, 1, 1, &all, &plan), 0);
 		}

@@ -70,16 +70,16 @@ static int parse_workers(const char *s, unsigned int *out)
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
 	static const struct option longopts[] = {
-		{ "xml", required_argument, NULL, 'x' },
-		{ "device", required_argument, NULL, 'd' },
-		{ "workers", required_argument, NULL, 'w' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "all-cores", no_argument, NULL, 'a' },
-		{ "housekeeping", required_argument, NULL, 'k' },
-		{ "smt", no_argument, NULL, 's' },
-		{ "sysfs", required_argument, NULL, 'S' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	    {"xml", required_argument, NULL, 'x'},
+	    {"device", required_argument, NULL, 'd'},
+	    {"workers", required_argument, NULL, 'w'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"all-cores", no_argument, NULL, 'a'},
+	    {"housekeeping", required_argument, NULL, 'k'},
+	    {"smt", no_argument, NULL, 's'},
+	    {"sysfs", required_argument, NULL, 'S'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	int c;
 
@@ -108,10 +108,13 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case 'k':
 			hwloc_bitmap_free(o->housekeeping);
 			o->housekeeping = hwloc_bitmap_alloc();
-			if (!o->housekeeping || hwloc_bitmap_list_sscanf(o->housekeeping, optarg) < 0 ||
+			if (!o->housekeeping ||
+			    hwloc_bitmap_list_sscanf(o->housekeeping, optarg) < 0 ||
 			    hwloc_bitmap_iszero(o->housekeeping)) {
-				fprintf(stderr, "pollcore-topo: --housekeeping '%s': need a PU list "
-						"such as 0-1,40\n", optarg);
+				fprintf(stderr,
+					"pollcore-topo: --housekeeping '%s': need a PU list "
+					"such as 0-1,40\n",
+					optarg);
 				return -EINVAL;
 			}
 			o->policy.housekeeping = o->housekeeping;
@@ -228,9 +231,9 @@ static void print_table(const struct pc_topo *t, const struct opts *o,
 
 int main(int argc, char **argv)
 {
-	char (*names)[PC_NIC_NAME_MAX] = NULL;
+	char(*names)[PC_NIC_NAME_MAX] = NULL;
 	struct pc_nic_locality *locs = NULL;
-	struct opts o = { 0 };
+	struct opts o = {0};
 	struct pc_plan *plan = NULL;
 	struct pc_topo *t;
 	int n, err, ret = 1;
@@ -241,8 +244,8 @@ int main(int argc, char **argv)
 		goto out_opts;
 	t = o.xml ? pc_topo_open_xml(o.xml) : pc_topo_open();
 	if (!t) {
-		fprintf(stderr, "pollcore-topo: %s\n", pc_last_error()[0] ? pc_last_error()
-									    : strerror(errno));
+		fprintf(stderr, "pollcore-topo: %s\n",
+			pc_last_error()[0] ? pc_last_error() : strerror(errno));
 		goto out_opts;
 	}
 	if (o.sysfs && pc_topo_set_sysfs_root(t, o.sysfs))

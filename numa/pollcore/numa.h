@@ -206,9 +206,9 @@ struct pc_plan_policy {
 
 /* Why a worker is where it is. */
 enum pc_plan_reason {
-	PC_PLAN_LOCAL = 0,    /* a free core local to its device */
-	PC_PLAN_SPILL_FULL,   /* every local core taken: nearest other node */
-	PC_PLAN_SMT_SIBLING,  /* every core taken: SMT sibling (ALLOW_SMT) */
+	PC_PLAN_LOCAL = 0,   /* a free core local to its device */
+	PC_PLAN_SPILL_FULL,  /* every local core taken: nearest other node */
+	PC_PLAN_SMT_SIBLING, /* every core taken: SMT sibling (ALLOW_SMT) */
 };
 
 /**
