@@ -7,5 +7,7 @@
 #include <pollcore/verbs.h>
 #include <pollcore/ring.h>
 #include <pollcore/pool.h>
+#include <pollcore/numa.h>
+#include <pollcore/engine.h>
 
 #endif /* POLLCORE_POLLCORE_H */

@@ -1,0 +1,669 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The control thread: rdma_cm events (listen, accept, connect, disconnect),
+ * the devices' async events (SRQ limit, LAST_WQE_REACHED, QP errors),
+ * close requests and the destruction of retired connections.
+ *
+ * It sleeps in poll() (RCU offline) on the event channel, every device's
+ * async fd and an eventfd; everything else reaches it through the request
+ * wfcqueue.
+ */
+#include "engine_pvt.h"
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+static int set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	return fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) ? -errno : 0;
+}
+
+/* --- requests to the control thread -------------------------------------------- */
+
+void engine_ctl_post(struct conn *c, enum ctl_kind kind)
+{
+	struct ctl_msg *m = &c->ctl[kind];
+	uint64_t one = 1;
+
+	m->kind = (uint8_t)kind;
+	m->conn = c;
+	cds_wfcq_node_init(&m->node);
+	/* release: the conn's state is published with the node (wfcqueue) */
+	cds_wfcq_enqueue(&c->e->req_head, &c->e->req_tail, &m->node);
+	(void)!write(c->e->ctl_efd, &one, sizeof(one));
+}
+
+void engine_request_close(struct conn *c)
+{
+	if (!atomic_exchange(&c->close_req, true))
+		engine_ctl_post(c, CTL_CLOSE_REQ);
+}
+
+/* --- the connection table -------------------------------------------------------- */
+
+static unsigned long qpn_hash(uint32_t qpn)
+{
+	return (unsigned long)qpn * 0x9e3779b97f4a7c15ull;
+}
+
+static int qpn_match(struct cds_lfht_node *node, const void *key)
+{
+	return caa_container_of(node, struct conn, node)->qpn == *(const uint32_t *)key;
+}
+
+struct conn *engine_conn_lookup(struct pc_engine *e, uint32_t qpn)
+{
+	struct cds_lfht_iter it;
+	struct cds_lfht_node *node;
+
+	cds_lfht_lookup(e->conns, qpn_hash(qpn), qpn_match, &qpn, &it);
+	node = cds_lfht_iter_get_node(&it);
+	return node ? caa_container_of(node, struct conn, node) : NULL;
+}
+
+static void conn_free_rcu(struct rcu_head *head)
+{
+	conn_free_now(caa_container_of(head, struct conn, rcu));
+}
+
+void conn_free_now(struct conn *c)
+{
+	if (c->credit_mr)
+		ibv_dereg_mr(c->credit_mr);
+	free((void *)c->credit_word);
+	free(c->sq.slot);
+	free(c);
+}
+
+/* --- private data ---------------------------------------------------------------- */
+
+void cm_fill_priv(struct conn *c, struct cm_priv *priv)
+{
+	priv->magic = PC_CM_MAGIC;
+	priv->credits = c->window;
+	priv->credit_addr = (uintptr_t)&c->credit_word[0];
+	priv->credit_rkey = c->credit_mr->rkey;
+	priv->max_msg = engine_params(c->e)->msg_size;
+}
+
+/*
+ * A peer without pollcore private data is "raw" (e.g. rdmacm-utils):
+ * no header, no credits. A peer that claims pollcore but sends nonsense is
+ * refused.
+ *
+ * Return: 1 for a pollcore peer (@out filled), 0 for a raw one, or a
+ * negative errno with pc_last_error() set.
+ */
+int cm_parse_priv(const char *dev, const void *data, uint8_t len, struct cm_priv *out)
+{
+	if (!data || len < sizeof(*out) || ((const struct cm_priv *)data)->magic != PC_CM_MAGIC)
+		return 0;
+	memcpy(out, data, sizeof(*out));
+	if (out->credits == 0 || out->credits > (1u << 20) || !out->credit_rkey || !out->max_msg)
+		return pc_set_error(-EPROTO, "%s: peer's connection parameters are invalid "
+				    "(credits %u, rkey 0x%x, max_msg %u)", dev, out->credits,
+				    out->credit_rkey, out->max_msg);
+	return 1;
+}
+
+/* Applies what the peer said; before ATTACH (passive) or on the worker at UP (active). */
+void conn_apply_peer(struct conn *c)
+{
+	c->raw = c->peer_raw;
+	if (c->raw)
+		return;
+	c->peer_grant_seen = c->peer_priv.credits;
+	c->peer_credit_addr = c->peer_priv.credit_addr;
+	c->peer_credit_rkey = c->peer_priv.credit_rkey;
+	c->peer_max_msg = c->peer_priv.max_msg;
+}
+
+/* --- choosing a worker ------------------------------------------------------------ */
+
+struct pc_worker *cm_pick_worker(struct pc_engine *e, struct ibv_context *ctx, int want)
+{
+	struct pc_worker *best = NULL;
+	unsigned int i, best_n = ~0u;
+
+	if (want >= 0) {
+		if ((unsigned int)want >= e->nworkers || e->workers[want].dev->ctx != ctx)
+			return NULL;
+		best = &e->workers[want];
+	} else {
+		for (i = 0; i < e->nworkers; i++) {
+			struct pc_worker *w = &e->workers[i];
+			unsigned int n = atomic_load(&w->nconns);
+
+			if (w->dev->ctx == ctx && n < best_n) {
+				best = w;
+				best_n = n;
+			}
+		}
+	}
+	if (best && atomic_load(&best->nconns) >= e->p.max_conns_per_worker)
+		return NULL;
+	return best;
+}
+
+/* Creates the QP on @w, publishes the conn and hands it to the worker. */
+static int conn_attach(struct pc_engine *e, struct conn *c, struct pc_worker *w)
+{
+	int ret = worker_create_qp(w, c, c->id);
+
+	if (ret)
+		return ret;
+	atomic_fetch_add(&w->nconns, 1);
+	c->app_slot = w->next_slot++ % (w->nchans ? w->nchans : 1);
+	cds_lfht_add(e->conns, qpn_hash(c->qpn), &c->node);
+	atomic_fetch_add(&e->live_conns, 1);
+	c->attached = true;
+	worker_ctl_post(c, CTL_ATTACH);
+	return 0;
+}
+
+/* Destroys a conn that never reached a worker. */
+static void conn_destroy_unattached(struct conn *c, int err)
+{
+	if (c->creq)
+		engine_connect_done(c, err);
+	if (c->id) {
+		if (c->id->qp)
+			rdma_destroy_qp(c->id);
+		rdma_destroy_id(c->id);
+	}
+	conn_free_now(c);
+}
+
+static void conn_begin_close(struct conn *c, int err)
+{
+	if (c->closing)
+		return;
+	c->closing = true;
+	if (!c->close_err)
+		c->close_err = err;
+	if (!c->attached) {
+		conn_destroy_unattached(c, err ? err : -ECONNABORTED);
+		return;
+	}
+	/* moves the QP to ERR and tells the peer; the worker drains */
+	rdma_disconnect(c->id);
+	worker_ctl_post(c, CTL_CLOSE);
+}
+
+static void conn_retire(struct pc_engine *e, struct conn *c)
+{
+	cds_lfht_del(e->conns, &c->node);
+	if (c->creq)
+		engine_connect_done(c, c->close_err ? c->close_err : -ECONNRESET);
+	rdma_destroy_qp(c->id);
+	rdma_destroy_id(c->id);
+	c->id = NULL;
+	atomic_fetch_sub(&e->live_conns, 1);
+	/* readers (workers, tools) may still hold it until their next quiescent state */
+	call_rcu(&c->rcu, conn_free_rcu);
+}
+
+/* --- rdma_cm events ---------------------------------------------------------------- */
+
+static void on_connect_request(struct pc_engine *e, struct rdma_cm_event *ev)
+{
+	struct rdma_cm_id *id = ev->id;
+	struct rdma_conn_param param = { 0 };
+	struct pc_worker *w;
+	struct cm_priv priv;
+	struct conn *c;
+	int ret;
+
+	w = cm_pick_worker(e, id->verbs, -1);
+	if (!w) {
+		pc_warn("%s: rejecting a connection: no worker with room (max %u per worker)",
+			ibv_get_device_name(id->verbs->device), e->p.max_conns_per_worker);
+		rdma_reject(id, NULL, 0);
+		rdma_destroy_id(id);
+		return;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		rdma_reject(id, NULL, 0);
+		rdma_destroy_id(id);
+		return;
+	}
+	c->e = e;
+	c->id = id;
+	c->passive = true;
+	id->context = c;
+	ret = cm_parse_priv(w->dev->name, ev->param.conn.private_data,
+			    ev->param.conn.private_data_len, &c->peer_priv);
+	if (ret >= 0) {
+		c->peer_raw = ret == 0;
+		conn_apply_peer(c);
+		/* raw peers get no credits: they bring their own flow control */
+		c->window = c->raw ? 0 : e->p.window;
+		c->granted = c->granted_published = c->window;
+		ret = conn_attach(e, c, w);
+	}
+	if (ret) {
+		pc_warn("%s: rejecting a connection: %s", w->dev->name, pc_last_error());
+		rdma_reject(id, NULL, 0);
+		if (c->attached)
+			conn_begin_close(c, ret);
+		else
+			conn_destroy_unattached(c, ret);
+		return;
+	}
+	cm_fill_priv(c, &priv);
+	param.private_data = &priv;
+	param.private_data_len = sizeof(priv);
+	param.responder_resources = (uint8_t)PC_MIN(ev->param.conn.initiator_depth,
+						    w->dev->dev_attr.max_qp_rd_atom);
+	param.initiator_depth = (uint8_t)PC_MIN(ev->param.conn.responder_resources,
+						w->dev->dev_attr.max_qp_init_rd_atom);
+	param.rnr_retry_count = 7;	/* credits prevent RNR; never fail on it */
+	param.retry_count = 7;
+	if (rdma_accept(id, &param)) {
+		pc_warn("%s qp 0x%x: rdma_accept: %s", w->dev->name, c->qpn, strerror(errno));
+		conn_begin_close(c, -errno);
+		return;
+	}
+	pc_debug("%s qp 0x%x: accepted on %s (%s peer)", w->dev->name, c->qpn, w->name,
+		 c->raw ? "raw" : "pollcore");
+}
+
+static void on_route_resolved(struct pc_engine *e, struct conn *c)
+{
+	struct rdma_conn_param param = { 0 };
+	struct pc_worker *w;
+	struct cm_priv priv;
+	int ret;
+
+	w = cm_pick_worker(e, c->id->verbs, c->want_worker);
+	if (!w) {
+		pc_set_error(-EBUSY, "connect: no worker %s on %s with room",
+			     c->want_worker >= 0 ? "(as asked)" : "",
+			     ibv_get_device_name(c->id->verbs->device));
+		conn_begin_close(c, -EBUSY);
+		return;
+	}
+	/* we grant our window up front; the peer's grant comes with its accept */
+	c->window = e->p.window;
+	c->granted = c->granted_published = c->window;
+	ret = conn_attach(e, c, w);
+	if (ret) {
+		conn_begin_close(c, ret);
+		return;
+	}
+	cm_fill_priv(c, &priv);
+	param.private_data = &priv;
+	param.private_data_len = sizeof(priv);
+	param.responder_resources = (uint8_t)PC_MIN(16, w->dev->dev_attr.max_qp_rd_atom);
+	param.initiator_depth = (uint8_t)PC_MIN(16, w->dev->dev_attr.max_qp_init_rd_atom);
+	param.rnr_retry_count = 7;
+	param.retry_count = 7;
+	if (rdma_connect(c->id, &param)) {
+		pc_set_error(-errno, "%s: rdma_connect: %s", w->dev->name, strerror(errno));
+		conn_begin_close(c, -errno);
+	}
+}
+
+static int cm_event_errno(enum rdma_cm_event_type t, int status)
+{
+	switch (t) {
+	case RDMA_CM_EVENT_REJECTED: return -ECONNREFUSED;
+	case RDMA_CM_EVENT_UNREACHABLE: return -EHOSTUNREACH;
+	case RDMA_CM_EVENT_ADDR_ERROR: return -EADDRNOTAVAIL;
+	case RDMA_CM_EVENT_ROUTE_ERROR: return -ENETUNREACH;
+	case RDMA_CM_EVENT_CONNECT_ERROR: return status < 0 ? status : -ECONNABORTED;
+	default: return -ECONNRESET;
+	}
+}
+
+static void on_cm_event(struct pc_engine *e, struct rdma_cm_event *ev)
+{
+	struct conn *c = ev->id->context;
+	int err;
+
+	switch (ev->event) {
+	case RDMA_CM_EVENT_CONNECT_REQUEST:
+		on_connect_request(e, ev);
+		break;
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		if (rdma_resolve_route(ev->id, 2000))
+			conn_begin_close(c, -errno);
+		break;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		on_route_resolved(e, c);
+		break;
+	case RDMA_CM_EVENT_ESTABLISHED:
+		if (!c->passive) {
+			/* the worker applies it when it takes CTL_UP */
+			err = cm_parse_priv(c->w->dev->name, ev->param.conn.private_data,
+					    ev->param.conn.private_data_len, &c->peer_priv);
+			if (err < 0) {
+				conn_begin_close(c, err);
+				break;
+			}
+			c->peer_raw = err == 0;
+		}
+		worker_ctl_post(c, CTL_UP);
+		break;
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+	case RDMA_CM_EVENT_REJECTED:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+		err = cm_event_errno(ev->event, ev->status);
+		pc_set_error(err, "%s: %s (status %d)",
+			     ev->id->verbs ? ibv_get_device_name(ev->id->verbs->device) : "rdma_cm",
+			     rdma_event_str(ev->event), ev->status);
+		if (c)
+			conn_begin_close(c, err);
+		break;
+	case RDMA_CM_EVENT_DISCONNECTED:
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		if (c)
+			conn_begin_close(c, 0);
+		break;
+	default:
+		pc_debug("rdma_cm: %s", rdma_event_str(ev->event));
+	}
+}
+
+/* --- async events -------------------------------------------------------------------- */
+
+static void on_async_event(struct pc_engine *e, struct pc_dev *d, struct ibv_async_event *ev)
+{
+	struct pc_worker *w;
+	struct conn *c;
+
+	switch (ev->event_type) {
+	case IBV_EVENT_SRQ_LIMIT_REACHED:
+		w = ev->element.srq->srq_context;
+		atomic_store(&w->srq_limit, 1);
+		worker_wake(w);
+		break;
+	case IBV_EVENT_QP_LAST_WQE_REACHED:
+		c = ev->element.qp->qp_context;
+		/* release: pairs with the acquire in drain_done() */
+		atomic_store_explicit(&c->last_wqe, true, memory_order_release);
+		worker_wake(c->w);
+		break;
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_QP_REQ_ERR:
+	case IBV_EVENT_QP_ACCESS_ERR:
+	case IBV_EVENT_PATH_MIG_ERR:
+		c = ev->element.qp->qp_context;
+		pc_err("%s port %u qp 0x%x: %s; closing the connection", d->name, d->port,
+		       ev->element.qp->qp_num, ibv_event_type_str(ev->event_type));
+		/* may belong to another engine sharing the device: ask, don't act */
+		if (c)
+			engine_request_close(c);
+		break;
+	case IBV_EVENT_SRQ_ERR:
+	case IBV_EVENT_CQ_ERR:
+	case IBV_EVENT_DEVICE_FATAL:
+		pc_err("%s port %u: %s", d->name, d->port, ibv_event_type_str(ev->event_type));
+		break;
+	default:
+		pc_debug("%s: async event %s", d->name, ibv_event_type_str(ev->event_type));
+	}
+	(void)e;
+}
+
+/* --- the thread ----------------------------------------------------------------------- */
+
+static void ctl_requests(struct pc_engine *e)
+{
+	struct cds_wfcq_node *node;
+	uint64_t v;
+
+	(void)!read(e->ctl_efd, &v, sizeof(v));
+	/* single dequeuer: the control thread */
+	while ((node = __cds_wfcq_dequeue_blocking(&e->req_head, &e->req_tail))) {
+		struct ctl_msg *m = caa_container_of(node, struct ctl_msg, node);
+
+		if (m->kind == CTL_CLOSE_REQ)
+			conn_begin_close(m->conn, 0);
+		else if (m->kind == CTL_RETIRE)
+			conn_retire(e, m->conn);
+	}
+}
+
+static void *ctl_main(void *arg)
+{
+	struct pc_engine *e = arg;
+	struct pollfd *pfd = calloc(e->ndevs + 2, sizeof(*pfd));
+	unsigned int i;
+
+	pthread_setname_np(pthread_self(), "pc-control");
+	rcu_register_thread();
+	atomic_store(&e->ctl_ready, 1);
+	while (pfd && !atomic_load(&e->ctl_stop)) {
+		struct rdma_cm_event *ev;
+
+		pfd[0] = (struct pollfd){ .fd = e->ch->fd, .events = POLLIN };
+		pfd[1] = (struct pollfd){ .fd = e->ctl_efd, .events = POLLIN };
+		for (i = 0; i < e->ndevs; i++)
+			pfd[2 + i] = (struct pollfd){ .fd = e->devs[i]->ctx->async_fd,
+						      .events = POLLIN };
+		rcu_thread_offline();
+		poll(pfd, e->ndevs + 2, 100);
+		rcu_thread_online();
+
+		while (rdma_get_cm_event(e->ch, &ev) == 0) {
+			struct rdma_cm_event copy = *ev;
+			uint8_t pd[64];
+
+			/* keep the private data: it dies with the ack */
+			if (ev->param.conn.private_data_len && ev->param.conn.private_data) {
+				memcpy(pd, ev->param.conn.private_data,
+				       PC_MIN(sizeof(pd), ev->param.conn.private_data_len));
+				copy.param.conn.private_data = pd;
+			}
+			/* ack first: rdma_destroy_id() on this id waits for its acks */
+			rdma_ack_cm_event(ev);
+			on_cm_event(e, &copy);
+		}
+		for (i = 0; i < e->ndevs; i++) {
+			struct ibv_async_event aev;
+
+			while (ibv_get_async_event(e->devs[i]->ctx, &aev) == 0) {
+				on_async_event(e, e->devs[i], &aev);
+				ibv_ack_async_event(&aev);
+			}
+		}
+		ctl_requests(e);
+		rcu_quiescent_state();
+	}
+	/* conns freed with call_rcu must be gone before the engine is */
+	rcu_barrier();
+	rcu_unregister_thread();
+	free(pfd);
+	return NULL;
+}
+
+int cm_start(struct pc_engine *e)
+{
+	unsigned int i;
+	int ret;
+
+	cds_wfcq_init(&e->req_head, &e->req_tail);
+	e->ctl_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (e->ctl_efd < 0)
+		return pc_set_error(-errno, "eventfd: %s", strerror(errno));
+	e->ch = rdma_create_event_channel();
+	if (!e->ch)
+		return pc_set_error(pc_neg_errno(-1), "rdma_create_event_channel: %s",
+				    strerror(errno));
+	ret = set_nonblock(e->ch->fd);
+	for (i = 0; !ret && i < e->ndevs; i++)
+		ret = set_nonblock(e->devs[i]->ctx->async_fd);
+	if (ret)
+		return pc_set_error(ret, "fcntl(O_NONBLOCK): %s", strerror(-ret));
+	ret = pthread_create(&e->ctl_thread, NULL, ctl_main, e);
+	if (ret)
+		return pc_set_error(-ret, "pthread_create(control): %s", strerror(ret));
+	e->ctl_started = true;
+	while (!atomic_load(&e->ctl_ready))
+		usleep(1000);
+	return 0;
+}
+
+void cm_stop(struct pc_engine *e)
+{
+	uint64_t one = 1;
+
+	if (e->ctl_started) {
+		atomic_store(&e->ctl_stop, 1);
+		(void)!write(e->ctl_efd, &one, sizeof(one));
+		pthread_join(e->ctl_thread, NULL);
+	}
+	if (e->listen_id)
+		rdma_destroy_id(e->listen_id);
+	if (e->ch)
+		rdma_destroy_event_channel(e->ch);
+	if (e->ctl_efd >= 0)
+		close(e->ctl_efd);
+}
+
+/* --- listen and connect (application threads) ------------------------------------------- */
+
+static int resolve(const char *addr, uint16_t port, bool passive, struct rdma_addrinfo **res)
+{
+	struct rdma_addrinfo hints = { .ai_port_space = RDMA_PS_TCP };
+	char sport[8];
+	int ret;
+
+	if (passive)
+		hints.ai_flags = RAI_PASSIVE;
+	snprintf(sport, sizeof(sport), "%u", port);
+	ret = rdma_getaddrinfo(addr, sport, &hints, res);
+	if (ret)
+		return pc_set_error(-EADDRNOTAVAIL, "cannot resolve '%s' port %u: %s",
+				    addr ? addr : "(any)", port,
+				    ret == EAI_SYSTEM ? strerror(errno) : gai_strerror(ret));
+	return 0;
+}
+
+int pc_listen(struct pc_engine *e, const char *addr, uint16_t port)
+{
+	struct rdma_addrinfo *res;
+	int ret;
+
+	if (e->listen_id)
+		return pc_set_error(-EALREADY, "already listening on port %u", e->listen_port);
+	ret = resolve(addr, port, true, &res);
+	if (ret)
+		return ret;
+	ret = rdma_create_id(e->ch, &e->listen_id, NULL, RDMA_PS_TCP);
+	if (ret) {
+		ret = pc_set_error(pc_neg_errno(-1), "rdma_create_id: %s", strerror(errno));
+		goto out;
+	}
+	if (rdma_bind_addr(e->listen_id, res->ai_src_addr) || rdma_listen(e->listen_id, 128)) {
+		ret = pc_set_error(pc_neg_errno(-1), "cannot listen on %s port %u: %s",
+				   addr ? addr : "(any)", port, strerror(errno));
+		rdma_destroy_id(e->listen_id);
+		e->listen_id = NULL;
+		goto out;
+	}
+	e->listen_port = ntohs(rdma_get_src_port(e->listen_id));
+	pc_info("listening on %s port %u", addr ? addr : "(any)", e->listen_port);
+out:
+	rdma_freeaddrinfo(res);
+	return ret;
+}
+
+uint16_t pc_listen_port(struct pc_engine *e)
+{
+	return e->listen_id ? e->listen_port : 0;
+}
+
+void engine_connect_done(struct conn *c, int err)
+{
+	struct connect_req *r = c->creq;
+
+	c->creq = NULL;
+	r->err = err;
+	if (err)
+		snprintf(r->why, sizeof(r->why), "%s", pc_last_error());
+	sem_post(&r->done);
+}
+
+struct pc_conn *pc_connect(struct pc_engine *e, const char *addr, uint16_t port, int worker,
+			   int timeout_ms, void *user)
+{
+	struct connect_req req = { 0 };
+	struct rdma_addrinfo *res;
+	struct timespec ts;
+	struct conn *c;
+	int ret;
+
+	ret = resolve(addr, port, false, &res);
+	if (ret) {
+		errno = -ret;
+		return NULL;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		rdma_freeaddrinfo(res);
+		return NULL;
+	}
+	c->e = e;
+	c->user = user;
+	c->want_worker = worker;
+	c->creq = &req;
+	sem_init(&req.done, 0, 0);
+	if (rdma_create_id(e->ch, &c->id, c, RDMA_PS_TCP)) {
+		ret = pc_set_error(pc_neg_errno(-1), "rdma_create_id: %s", strerror(errno));
+		free(c);
+		rdma_freeaddrinfo(res);
+		errno = -ret;
+		return NULL;
+	}
+	/* from here on the control thread owns c; it always answers through req */
+	if (rdma_resolve_addr(c->id, res->ai_src_addr, res->ai_dst_addr, 2000)) {
+		ret = pc_set_error(pc_neg_errno(-1), "rdma_resolve_addr(%s): %s", addr,
+				   strerror(errno));
+		rdma_destroy_id(c->id);
+		free(c);
+		rdma_freeaddrinfo(res);
+		errno = -ret;
+		return NULL;
+	}
+	rdma_freeaddrinfo(res);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += timeout_ms / 1000;
+	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	while ((ret = sem_timedwait(&req.done, &ts)) && errno == EINTR)
+		;
+	if (ret) {
+		/* too slow: cancel, then wait for the control thread's answer */
+		pc_set_error(-ETIMEDOUT, "connect to %s port %u: no answer within %d ms", addr,
+			     port, timeout_ms);
+		engine_request_close(c);
+		while (sem_wait(&req.done) && errno == EINTR)
+			;
+		sem_destroy(&req.done);
+		errno = ETIMEDOUT;
+		return NULL;
+	}
+	sem_destroy(&req.done);
+	if (req.err) {
+		pc_set_error(req.err, "connect to %s port %u: %s", addr, port, req.why);
+		errno = -req.err;
+		return NULL;
+	}
+	return (struct pc_conn *)c;
+}

@@ -1,0 +1,504 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Engine lifecycle (devices, placement, workers, control thread) and the
+ * application-facing calls that route work to the owning worker: directly
+ * when called on that worker, through its MPSC submission ring otherwise.
+ */
+#include "engine_pvt.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+__thread int pc__app_slot = -1;
+__thread struct pc_engine *pc__app_engine;
+
+const struct pc_engine_params *engine_params(const struct pc_engine *e)
+{
+	return &e->p;
+}
+
+const struct pc_topo *engine_topo(const struct pc_engine *e)
+{
+	return e->topo;
+}
+
+#define DEFAULT(f, v) \
+	do { \
+		if (!p->f) \
+			p->f = (v); \
+	} while (0)
+
+static int params_normalise(struct pc_engine_params *p)
+{
+	DEFAULT(workers_per_device, 1);
+	DEFAULT(app_threads, 1);
+	DEFAULT(msg_size, 4096);
+	DEFAULT(rx_bufs, 1024);
+	DEFAULT(tx_bufs, 1024);
+	DEFAULT(srq_depth, p->rx_bufs);
+	DEFAULT(srq_watermark, p->srq_depth / 4 ? p->srq_depth / 4 : 1);
+	DEFAULT(sq_depth, 256);
+	DEFAULT(signal_every, 16);
+	DEFAULT(poll_batch, 32);
+	DEFAULT(window, 64);
+	DEFAULT(ring_size, 1024);
+	DEFAULT(max_conns_per_worker, 64);
+	DEFAULT(idle_spins, 1000);
+	p->sq_depth = (uint32_t)pc_align_pow2(p->sq_depth);
+	p->ring_size = (uint32_t)pc_align_pow2(p->ring_size);
+	if (p->srq_depth > p->rx_bufs)
+		return pc_set_error(-EINVAL, "srq_depth %u exceeds rx_bufs %u", p->srq_depth,
+				    p->rx_bufs);
+	if (p->srq_watermark > p->srq_depth)
+		return pc_set_error(-EINVAL, "srq_watermark %u exceeds srq_depth %u",
+				    p->srq_watermark, p->srq_depth);
+	if (p->window > p->srq_depth)
+		return pc_set_error(-EINVAL, "window %u exceeds srq_depth %u: a single peer "
+				    "could not be given its credits", p->window, p->srq_depth);
+	if (p->signal_every > p->sq_depth / 2)
+		p->signal_every = p->sq_depth / 2;
+	if (p->handoff == PC_HANDOFF_HANDLER && !p->on_msg)
+		return pc_set_error(-EINVAL, "handler mode needs on_msg");
+	if (p->sq_depth < 4 || p->poll_batch > 4096)
+		return pc_set_error(-EINVAL, "sq_depth %u (>= 4) or poll_batch %u (<= 4096)",
+				    p->sq_depth, p->poll_batch);
+	return 0;
+}
+
+static int devices_open(struct pc_engine *e)
+{
+	const char *const *names = e->p.devices;
+	int n = 0, i;
+	unsigned int k;
+
+	e->cm_ctxs = rdma_get_devices(&n);
+	if (!e->cm_ctxs || n == 0)
+		return pc_set_error(-ENODEV, "no RDMA device found (is a driver loaded? try ibv_devices)");
+	for (k = 0; names && names[k]; k++)
+		;
+	e->ndevs = names ? k : 1;
+	if (!e->ndevs)
+		return pc_set_error(-EINVAL, "empty device list");
+	e->devs = calloc(e->ndevs, sizeof(*e->devs));
+	e->devnames = calloc(e->ndevs, sizeof(*e->devnames));
+	if (!e->devs || !e->devnames)
+		return -ENOMEM;
+	for (k = 0; k < e->ndevs; k++) {
+		struct ibv_context *ctx = NULL;
+
+		for (i = 0; i < n && !ctx; i++)
+			if (!names || !strcmp(ibv_get_device_name(e->cm_ctxs[i]->device), names[k]))
+				ctx = e->cm_ctxs[i];
+		if (!ctx)
+			return pc_set_error(-ENODEV, "RDMA device '%s' not found (%d present)",
+					    names[k], n);
+		e->devs[k] = pc_dev_from_context(ctx, 1);
+		if (!e->devs[k])
+			return -errno;
+		e->devnames[k] = e->devs[k]->name;
+		pc_info("%s port 1: %s verbs path", e->devs[k]->name,
+			e->devs[k]->mlx5dv ? "mlx5dv-capable" : "generic");
+	}
+	return 0;
+}
+
+/* Placement: NIC-local cores when the plan allows; otherwise unpinned, said aloud. */
+static void placement(struct pc_engine *e)
+{
+	int ret;
+
+	if (e->p.no_numa)
+		return;
+	e->topo = pc_topo_open();
+	if (!e->topo) {
+		pc_warn("no topology (%s); workers run unpinned", pc_last_error());
+		return;
+	}
+	ret = pc_plan_build(e->topo, (const char *const *)e->devnames, e->ndevs,
+			    e->p.workers_per_device, NULL, &e->plan);
+	if (ret) {
+		pc_warn("cannot place %u workers per device (%s); workers run unpinned",
+			e->p.workers_per_device, pc_last_error());
+		e->plan = NULL;
+	}
+}
+
+struct pc_engine *pc_engine_create(const struct pc_engine_params *params)
+{
+	struct pc_engine *e = calloc(1, sizeof(*e));
+	unsigned int i;
+	int ret;
+
+	if (!e)
+		return NULL;
+	e->ctl_efd = -1;
+	e->p = *params;
+	ret = params_normalise(&e->p);
+	if (ret)
+		goto err;
+	ret = devices_open(e);
+	if (ret)
+		goto err;
+	placement(e);
+	e->conns = cds_lfht_new(64, 64, 0, CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING, NULL);
+	e->slot_taken = calloc(e->p.app_threads, sizeof(*e->slot_taken));
+	e->nworkers = e->ndevs * e->p.workers_per_device;
+	if (posix_memalign((void **)&e->workers, PC_CACHELINE,
+			   e->nworkers * sizeof(*e->workers)) || !e->conns || !e->slot_taken) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	memset(e->workers, 0, e->nworkers * sizeof(*e->workers));
+	ret = cm_start(e);
+	if (ret)
+		goto err;
+	for (i = 0; i < e->nworkers; i++) {
+		ret = worker_start(e, &e->workers[i], i, e->devs[i / e->p.workers_per_device],
+				   e->plan ? &e->plan->entries[i] : NULL);
+		if (ret) {
+			e->nworkers = i;
+			goto err;
+		}
+	}
+	return e;
+err:
+	pc_engine_destroy(e);
+	errno = -ret;
+	return NULL;
+}
+
+static void close_all(struct pc_engine *e)
+{
+	struct cds_lfht_iter it;
+	struct conn *c;
+	int i;
+
+	if (!e->conns)
+		return;
+	rcu_register_thread();
+	rcu_read_lock();
+	cds_lfht_for_each_entry(e->conns, &it, c, node)
+		engine_request_close(c);
+	rcu_read_unlock();
+	rcu_unregister_thread();
+	for (i = 0; i < 10000 && atomic_load(&e->live_conns); i++)
+		usleep(1000);
+	if (atomic_load(&e->live_conns))
+		pc_warn("%u connections still open after 10 s (buffers held by the application?)",
+			atomic_load(&e->live_conns));
+}
+
+void pc_engine_destroy(struct pc_engine *e)
+{
+	unsigned int i;
+
+	if (!e)
+		return;
+	if (e->ctl_started)
+		close_all(e);
+	for (i = 0; i < e->nworkers; i++)
+		worker_stop(&e->workers[i]);
+	cm_stop(e);
+	if (e->conns)
+		cds_lfht_destroy(e->conns, NULL);
+	for (i = 0; e->devs && i < e->ndevs; i++)
+		pc_dev_close(e->devs[i]);
+	if (e->cm_ctxs)
+		rdma_free_devices(e->cm_ctxs);
+	pc_plan_free(e->plan);
+	if (e->topo)
+		pc_topo_close(e->topo);
+	free(e->slot_taken);
+	free(e->workers);
+	free(e->devnames);
+	free(e->devs);
+	free(e);
+}
+
+/* --- routing --------------------------------------------------------------------------- */
+
+/* Runs @ctx's action on its worker: directly on that worker, else through its ring. */
+static int route(struct pc_worker *w, struct wr_ctx *ctx)
+{
+	if (pc__self_worker == w) {
+		if (ctx->action == ACT_SEND)
+			return dp_send(w, pc_container_of(ctx, struct msg, ctx));
+		if (ctx->action == ACT_RDMA)
+			return dp_rdma(w, op_of_ctx(ctx));
+		dp_submit(w, ctx);
+		return 0;
+	}
+	if (pc_unlikely(pc_ring_mpsc_enqueue(w->submit, ctx)))
+		return -ENOBUFS; /* counted by the ring; the caller still owns it */
+	worker_wake(w);
+	return 0;
+}
+
+struct pc_msg *pc_msg_alloc(struct pc_conn *pconn)
+{
+	struct conn *c = (struct conn *)pconn;
+	struct pc_worker *w = c->w;
+	struct msg *m = NULL;
+	void *obj;
+
+	if (pc__self_worker == w) {
+		m = dp_tx_alloc(w);
+	} else if (pc__app_slot >= 0 && pc__app_engine == c->e) {
+		if (pc_ring_spsc_dequeue_burst(w->chans[pc__app_slot].txfree, &obj, 1))
+			m = obj;
+	} else {
+		pc_set_error(-EPERM, "pc_msg_alloc: call pc_app_attach() on this thread first");
+		errno = EPERM;
+		return NULL;
+	}
+	if (!m) {
+		errno = ENOBUFS;
+		return NULL;
+	}
+	m->pub.len = 0;
+	m->pub.type = PC_MSG_ONEWAY;
+	m->pub.req_id = 0;
+	m->ctx.conn = c;
+	msg_bind(m, c);
+	return &m->pub;
+}
+
+static int msg_submit(struct pc_msg *pm, uint8_t type)
+{
+	struct msg *m = msg_of(pm);
+	struct conn *c = (struct conn *)pm->conn;
+	int ret;
+
+	if (pc_unlikely(pm->len > pm->cap))
+		return pc_set_error(-EMSGSIZE, "message of %u bytes exceeds capacity %u", pm->len,
+				    pm->cap);
+	if (pc_unlikely(c->w != m->w))
+		return pc_set_error(-EXDEV, "message belongs to %s, connection to %s", m->w->name,
+				    c->w->name);
+	/* a received buffer may be sent on: its payload offset follows the conn */
+	if (pc_unlikely(pm->data != (char *)m->buf->addr + (c->raw ? 0 : sizeof(struct wire_hdr))))
+		return pc_set_error(-EINVAL, "message data pointer was moved");
+	pm->type = type;
+	m->ctx.conn = c;
+	m->ctx.action = ACT_SEND;
+	ret = route(c->w, &m->ctx);
+	return ret;
+}
+
+int pc_send(struct pc_msg *msg)
+{
+	return msg_submit(msg, PC_MSG_ONEWAY);
+}
+
+int pc_call(struct pc_msg *msg, uint64_t *req_id)
+{
+	struct conn *c = (struct conn *)msg->conn;
+	int ret;
+
+	/* next_req_id and inflight_req belong to the worker; read them relaxed */
+	if (__atomic_load_n(&c->inflight_req, __ATOMIC_RELAXED) >= c->window && c->window)
+		return -EAGAIN;
+	msg->req_id = __atomic_fetch_add(&c->next_req_id, 1, __ATOMIC_RELAXED);
+	ret = msg_submit(msg, PC_MSG_REQUEST);
+	if (!ret && req_id)
+		*req_id = msg->req_id;
+	return ret;
+}
+
+int pc_reply(struct pc_msg *req)
+{
+	if (req->type != PC_MSG_REQUEST)
+		return pc_set_error(-EINVAL, "pc_reply on a message that is not a request");
+	return msg_submit(req, PC_MSG_RESPONSE);
+}
+
+int pc_msg_release(struct pc_msg *pm)
+{
+	struct msg *m = msg_of(pm);
+
+	m->ctx.action = ACT_RELEASE;
+	return route(m->w, &m->ctx);
+}
+
+int pc_rdma(struct pc_conn *pconn, struct pc_op *op)
+{
+	struct conn *c = (struct conn *)pconn;
+	struct op_priv *pv = op_priv(op);
+
+	if (!op->done || (op->code != PC_OP_WRITE && op->code != PC_OP_READ) || !op->len)
+		return pc_set_error(-EINVAL, "pc_rdma: bad operation (code %u, len %u, done %p)",
+				    op->code, op->len, (void *)(uintptr_t)op->done);
+	pv->ctx.kind = WR_OP;
+	pv->ctx.action = ACT_RDMA;
+	pv->ctx.conn = c;
+	return route(c->w, &pv->ctx);
+}
+
+int pc_close(struct pc_conn *pconn)
+{
+	engine_request_close((struct conn *)pconn);
+	return 0;
+}
+
+void *pc_mem_reg(struct pc_conn *pconn, void *addr, size_t len, int access, uint32_t *lkey,
+		 uint32_t *rkey)
+{
+	struct conn *c = (struct conn *)pconn;
+	struct ibv_mr *mr = ibv_reg_mr(c->w->dev->pd, addr, len, access);
+
+	if (!mr) {
+		pc_set_error(pc_neg_errno(-1), "%s: ibv_reg_mr(%zu bytes, access 0x%x): %s",
+			     c->w->dev->name, len, access, strerror(errno));
+		return NULL;
+	}
+	*lkey = mr->lkey;
+	*rkey = mr->rkey;
+	return mr;
+}
+
+void pc_mem_dereg(void *handle)
+{
+	if (handle)
+		ibv_dereg_mr(handle);
+}
+
+/* --- application slots ------------------------------------------------------------------- */
+
+int pc_app_attach(struct pc_engine *e, unsigned int idx)
+{
+	int expected = 0;
+
+	if (idx >= e->p.app_threads)
+		return pc_set_error(-EINVAL, "app slot %u: the engine has %u", idx,
+				    e->p.app_threads);
+	if (!atomic_compare_exchange_strong(&e->slot_taken[idx], &expected, 1))
+		return pc_set_error(-EBUSY, "app slot %u is taken by another thread", idx);
+	pc__app_slot = (int)idx;
+	pc__app_engine = e;
+	return 0;
+}
+
+unsigned int pc_app_poll(struct pc_msg **msgs, unsigned int n)
+{
+	struct pc_engine *e = pc__app_engine;
+	unsigned int got = 0, i;
+
+	if (!e || pc__app_slot < 0 || e->p.handoff != PC_HANDOFF_RING)
+		return 0;
+	for (i = 0; i < e->nworkers && got < n; i++) {
+		struct chan *ch = &e->workers[i].chans[pc__app_slot];
+
+		got += pc_ring_spsc_dequeue_burst(ch->to_app, (void **)msgs + got, n - got);
+	}
+	return got;
+}
+
+/* --- introspection --------------------------------------------------------------------- */
+
+void *pc_conn_user(const struct pc_conn *conn)
+{
+	return ((const struct conn *)conn)->user;
+}
+
+void pc_conn_set_user(struct pc_conn *conn, void *user)
+{
+	((struct conn *)conn)->user = user;
+}
+
+#define LD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+
+void pc_conn_info(const struct pc_conn *pconn, struct pc_conn_info *info)
+{
+	const struct conn *c = (const struct conn *)pconn;
+
+	memset(info, 0, sizeof(*info));
+	snprintf(info->device, sizeof(info->device), "%s", c->w->dev->name);
+	info->qp_num = c->qpn;
+	info->worker = (int)c->w->idx;
+	info->app_slot = c->app_slot;
+	info->raw = c->raw;
+	info->msgs_sent = LD(c->msgs_sent);
+	info->msgs_recv = LD(c->msgs_recv);
+	info->bytes_sent = LD(c->bytes_sent);
+	info->bytes_recv = LD(c->bytes_recv);
+	info->credit_stalls = LD(c->credit_stalls);
+	info->sq_stalls = LD(c->sq_stalls);
+	info->backlog = LD(c->backlog);
+	info->inflight_req = LD(c->inflight_req);
+	info->held = LD(c->held);
+}
+
+unsigned int pc_engine_nworkers(const struct pc_engine *e)
+{
+	return e->nworkers;
+}
+
+int pc_engine_stats(const struct pc_engine *e, unsigned int idx, struct pc_worker_stats *st)
+{
+	const struct pc_worker *w;
+	struct pc_ring_stats rs;
+	struct pc_pool_stats ps;
+
+	if (idx >= e->nworkers)
+		return -EINVAL;
+	w = &e->workers[idx];
+	/* name, pu and numa_node are written before the worker is ready; the rest live */
+	memcpy(st->name, w->st.name, sizeof(st->name));
+	st->pu = w->st.pu;
+	st->numa_node = w->st.numa_node;
+	st->loops = LD(w->st.loops);
+	st->polls = LD(w->st.polls);
+	st->empty_polls = LD(w->st.empty_polls);
+	st->completions = LD(w->st.completions);
+	st->wrs_posted = LD(w->st.wrs_posted);
+	st->doorbells = LD(w->st.doorbells);
+	st->srq_posted = LD(w->st.srq_posted);
+	st->srq_doorbells = LD(w->st.srq_doorbells);
+	st->srq_limit_events = LD(w->st.srq_limit_events);
+	st->rx_msgs = LD(w->st.rx_msgs);
+	st->tx_msgs = LD(w->st.tx_msgs);
+	st->handoff_full = LD(w->st.handoff_full);
+	st->credit_stalls = LD(w->st.credit_stalls);
+	st->sleeps = LD(w->st.sleeps);
+	st->sleep_ns = LD(w->st.sleep_ns);
+	st->wakeups_cq = LD(w->st.wakeups_cq);
+	st->wakeups_submit = LD(w->st.wakeups_submit);
+	st->wc_errors = LD(w->st.wc_errors);
+	st->stray_completions = LD(w->st.stray_completions);
+	st->conns = LD(w->st.conns);
+	st->rx_held = LD(w->st.rx_held);
+	st->srq_outstanding = LD(w->st.srq_outstanding);
+
+	pc_ring_mpsc_stats(w->submit, &rs);
+	st->submit_full = rs.full;
+	pc_pool_stats(w->tx, &ps);
+	st->tx_held = ps.in_use;
+	return 0;
+}
+
+void pc_engine_print_stats(const struct pc_engine *e, void *f)
+{
+	struct pc_worker_stats s;
+	unsigned int i;
+
+	for (i = 0; i < e->nworkers; i++) {
+		pc_engine_stats(e, i, &s);
+		fprintf(f, "%s pu %d numa %d: loops %llu polls %llu (empty %llu) wc %llu "
+			"wrs %llu doorbells %llu (%.1f WR/doorbell) srq %llu in %llu posts, "
+			"limit events %llu, rx %llu tx %llu, handoff_full %llu submit_full %llu "
+			"credit_stalls %llu, sleeps %llu (%.1f ms), wc_errors %llu, rx_held %u\n",
+			s.name, s.pu, s.numa_node, (unsigned long long)s.loops,
+			(unsigned long long)s.polls, (unsigned long long)s.empty_polls,
+			(unsigned long long)s.completions, (unsigned long long)s.wrs_posted,
+			(unsigned long long)s.doorbells,
+			s.doorbells ? (double)s.wrs_posted / (double)s.doorbells : 0.0,
+			(unsigned long long)s.srq_posted, (unsigned long long)s.srq_doorbells,
+			(unsigned long long)s.srq_limit_events, (unsigned long long)s.rx_msgs,
+			(unsigned long long)s.tx_msgs, (unsigned long long)s.handoff_full,
+			(unsigned long long)s.submit_full, (unsigned long long)s.credit_stalls,
+			(unsigned long long)s.sleeps, (double)s.sleep_ns / 1e6,
+			(unsigned long long)s.wc_errors, s.rx_held);
+	}
+}

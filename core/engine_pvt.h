@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Engine internals shared by engine.c (API, lifecycle) and cm.c (control
+ * thread). The control thread owns the rdma_cm event channel, the listener,
+ * the devices' async event queues and the destruction of connections.
+ *
+ *   field                 | control thread | workers      | app threads
+ *   ----------------------+----------------+--------------+------------------
+ *   ch, listen_id         | events         | -            | create (listen/connect)
+ *   req queue (wfcqueue)  | dequeue        | enqueue      | enqueue (pc_close)
+ *   conns (rculfhash)     | add / del      | lookup (RCU) | lookup (RCU)
+ *   live_conns            | inc / dec      | -            | read
+ */
+#ifndef PC_ENGINE_PVT_H
+#define PC_ENGINE_PVT_H
+
+#include "worker_pvt.h"
+
+struct pc_engine {
+	struct pc_engine_params p;
+	char **devnames;
+	struct pc_dev **devs;
+	unsigned int ndevs;
+	struct ibv_context **cm_ctxs;	/* rdma_get_devices() */
+	struct pc_worker *workers;
+	unsigned int nworkers;
+	struct pc_topo *topo;
+	struct pc_plan *plan;
+
+	/* control thread */
+	pthread_t ctl_thread;
+	bool ctl_started;
+	int ctl_efd;
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *listen_id;
+	uint16_t listen_port;
+	struct cds_wfcq_head req_head;
+	struct cds_wfcq_tail req_tail;
+	struct cds_lfht *conns;
+	atomic_uint live_conns;
+	atomic_int ctl_stop;
+	atomic_int ctl_ready;
+
+	atomic_int *slot_taken;
+};
+
+/* The app slot attached to this thread (pc_app_attach), or -1. */
+extern __thread int pc__app_slot;
+extern __thread struct pc_engine *pc__app_engine;
+
+/* cm.c */
+int cm_start(struct pc_engine *e);
+void cm_stop(struct pc_engine *e);
+struct pc_worker *cm_pick_worker(struct pc_engine *e, struct ibv_context *ctx, int want);
+void cm_fill_priv(struct conn *c, struct cm_priv *priv);
+int cm_parse_priv(const char *dev, const void *data, uint8_t len, struct cm_priv *out);
+void conn_free_now(struct conn *c);
+
+#endif /* PC_ENGINE_PVT_H */

@@ -1,0 +1,458 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pollcore/engine.h - workers, connections, messages, RPC and one-sided
+ * operations.
+ *
+ * An engine owns a control thread (rdma_cm listener and connector, async
+ * events) and a set of pinned workers. Each worker owns one CQ, one SRQ,
+ * two buffer pools (receive, send) and the RC QPs of the connections it was
+ * given; only its own thread touches them after setup.
+ *
+ * Threads and what they may call:
+ *
+ *   function                         | app thread | worker (handler) | control
+ *   ---------------------------------+------------+------------------+--------
+ *   pc_engine_create/destroy         |   yes (1)  |        no        |   no
+ *   pc_listen, pc_connect            |   yes      |        no        |   no
+ *   pc_msg_alloc, pc_send, pc_call,  |   yes (2)  |   yes (3)        |   no
+ *   pc_reply, pc_msg_release,        |            |                  |
+ *   pc_rdma, pc_close                |            |                  |
+ *   pc_app_attach, pc_app_poll       |   yes (2)  |        no        |   no
+ *   pc_engine_stats, pc_conn_info    |   yes      |   yes            |   yes
+ *
+ *   (1) one thread, not concurrently with anything else on the engine.
+ *   (2) ring mode: a thread attached with pc_app_attach(); its calls go to
+ *       the worker through that worker's bounded MPSC submission ring.
+ *   (3) on the worker that owns the connection: direct, no ring.
+ *
+ * Callbacks (on_conn, on_msg, pc_op.done) run on the worker that owns the
+ * connection, inside its loop, in an RCU read-side critical section
+ * (urcu-qsbr, online): keep them short and never block.
+ *
+ * Ownership of a struct pc_msg: whoever holds it must give it back exactly
+ * once, with pc_send()/pc_call()/pc_reply() (the buffer then travels) or
+ * pc_msg_release(). Buffers the application keeps show in the stats as
+ * held; nothing is dropped silently.
+ *
+ * Every function returns 0 or a negative errno (constructors: NULL with
+ * errno set); pc_last_error() on the calling thread explains failures,
+ * naming device, port, GID index, QP number and ibv_wc_status_str() where
+ * they apply.
+ */
+#ifndef POLLCORE_ENGINE_H
+#define POLLCORE_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <pollcore/common.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct pc_engine;
+struct pc_conn;
+struct pc_worker;
+
+/* How received work reaches the application. */
+enum pc_handoff {
+	PC_HANDOFF_HANDLER = 0,	/* on_msg runs on the worker (run to completion) */
+	PC_HANDOFF_RING,	/* SPSC ring per (worker, app thread); pc_app_poll() */
+};
+
+/* What a worker does when there is nothing to do. */
+enum pc_idle {
+	PC_IDLE_BUSY = 0,	/* busy-poll forever (lowest latency) */
+	PC_IDLE_HYBRID,		/* after idle_spins empty turns, sleep on CQ event + eventfd */
+};
+
+enum pc_msg_type {
+	PC_MSG_ONEWAY = 0,	/* plain message */
+	PC_MSG_REQUEST,		/* pc_call(): expects a pc_reply() with the same req_id */
+	PC_MSG_RESPONSE,	/* answer to a request */
+};
+
+/**
+ * struct pc_msg - a message buffer, handed over zero-copy.
+ * @data: payload (registered memory of the owning worker).
+ * @len: payload bytes; set it before sending.
+ * @cap: payload capacity.
+ * @conn: connection it arrived on / will be sent on.
+ * @type: enum pc_msg_type.
+ * @req_id: request id (PC_MSG_REQUEST/RESPONSE).
+ * @user: free for the application.
+ *
+ * Messages are allocated by pollcore (pc_msg_alloc(), or received); the
+ * library keeps its own state beside this structure.
+ */
+struct pc_msg {
+	void *data;
+	uint32_t len;
+	uint32_t cap;
+	struct pc_conn *conn;
+	uint8_t type;
+	uint64_t req_id;
+	void *user;
+};
+
+enum pc_op_code {
+	PC_OP_WRITE = 1,	/* RDMA WRITE local -> remote */
+	PC_OP_READ,		/* RDMA READ remote -> local */
+};
+
+/**
+ * struct pc_op - a one-sided operation; embed it in your own context.
+ * @code: PC_OP_WRITE or PC_OP_READ.
+ * @local: local buffer, registered with pc_mem_reg() on the connection's
+ *         device (READ needs IBV_ACCESS_LOCAL_WRITE).
+ * @lkey: its lkey.
+ * @len: bytes to move.
+ * @remote_addr: peer's address.
+ * @rkey: peer's rkey (the peer granted REMOTE_WRITE and/or REMOTE_READ).
+ * @done: called once on the owning worker with 0 or a negative errno
+ *        (-ECANCELED when the connection closed first; -EIO etc. with
+ *        pc_last_error() naming QP and ibv_wc_status_str()).
+ * @arg: for @done.
+ */
+struct pc_op {
+	uint8_t code;
+	void *local;
+	uint32_t lkey;
+	uint32_t len;
+	uint64_t remote_addr;
+	uint32_t rkey;
+	void (*done)(struct pc_op *op, int status);
+	void *arg;
+	/* private */
+	uint64_t priv[4];
+};
+
+enum pc_conn_event {
+	PC_CONN_UP = 1,		/* established; sending allowed */
+	PC_CONN_DOWN,		/* closed and drained; no more callbacks for it */
+};
+
+/**
+ * struct pc_engine_params - engine configuration; zero means default.
+ * @devices: verbs device names, NULL-terminated; NULL: the first device.
+ * @workers_per_device: default 1.
+ * @handoff: PC_HANDOFF_HANDLER (default) or PC_HANDOFF_RING.
+ * @app_threads: ring mode: application threads that will pc_app_attach().
+ * @msg_size: largest payload, default 4096.
+ * @rx_bufs: receive buffers per worker, default 1024.
+ * @tx_bufs: send buffers per worker, default 1024.
+ * @srq_depth: SRQ size; default rx_bufs.
+ * @srq_watermark: SRQ refill threshold and srq_limit; default srq_depth / 4.
+ * @sq_depth: send queue depth per QP, default 256.
+ * @signal_every: signal every Nth send WR (and the last of each chain), default 16.
+ * @poll_batch: ibv_poll_cq batch, default 32.
+ * @window: receive credits granted to each peer (messages in flight per
+ *          connection, requests included), default 64.
+ * @ring_size: handoff and submission ring capacity (power of two), default 1024.
+ * @max_conns_per_worker: default 64; an accept beyond it is rejected.
+ * @idle: PC_IDLE_BUSY (default) or PC_IDLE_HYBRID.
+ * @idle_spins: empty turns before sleeping (hybrid), default 1000.
+ * @no_numa: do not bind workers or allocate NUMA-local memory.
+ * @housekeeping_pus: not used by workers when placing (see numa.h), NULL: default.
+ * @on_conn: connection up/down, on the owning worker.
+ * @on_msg: handler mode: a message arrived, on the owning worker.
+ * @arg: passed to the callbacks.
+ */
+struct pc_engine_params {
+	const char *const *devices;
+	unsigned int workers_per_device;
+	enum pc_handoff handoff;
+	unsigned int app_threads;
+	uint32_t msg_size;
+	uint32_t rx_bufs;
+	uint32_t tx_bufs;
+	uint32_t srq_depth;
+	uint32_t srq_watermark;
+	uint32_t sq_depth;
+	uint32_t signal_every;
+	uint32_t poll_batch;
+	uint32_t window;
+	uint32_t ring_size;
+	uint32_t max_conns_per_worker;
+	enum pc_idle idle;
+	uint32_t idle_spins;
+	bool no_numa;
+	void (*on_conn)(struct pc_conn *conn, enum pc_conn_event ev, void *arg);
+	void (*on_msg)(struct pc_msg *msg, void *arg);
+	void *arg;
+};
+
+/**
+ * pc_engine_create - open devices, place and start the workers and the
+ * control thread.
+ * @params: configuration; copied.
+ *
+ * Return: the engine, or NULL with errno set and pc_last_error() saying why.
+ */
+struct pc_engine *pc_engine_create(const struct pc_engine_params *params);
+
+/**
+ * pc_engine_destroy - close every connection, drain, stop and free.
+ * @e: the engine, or NULL.
+ *
+ * Messages still held by the application are reported (count) and freed.
+ */
+void pc_engine_destroy(struct pc_engine *e);
+
+/**
+ * pc_listen - accept connections on @addr:@port (rdma_cm).
+ * @e: engine.
+ * @addr: local address, e.g. "fe80::ff:fe00:1%d0" or "0.0.0.0"; NULL: any.
+ * @port: TCP-style port number.
+ *
+ * Accepted connections go to the least-loaded worker of the device the
+ * request arrived on. Raw peers (no pollcore private data, e.g.
+ * rdmacm-utils' rdma_client) are accepted too: their messages carry no
+ * header and no credits.
+ *
+ * Return: 0 or a negative errno.
+ */
+int pc_listen(struct pc_engine *e, const char *addr, uint16_t port);
+
+/**
+ * pc_listen_port - the port pc_listen() bound (useful with port 0).
+ * @e: engine.
+ *
+ * Return: the port, or 0 when not listening.
+ */
+uint16_t pc_listen_port(struct pc_engine *e);
+
+/**
+ * pc_connect - connect to a pollcore server and wait until established.
+ * @e: engine.
+ * @addr: server address.
+ * @port: server port.
+ * @worker: worker index to own the connection, or -1 for least loaded.
+ * @timeout_ms: give up after this long.
+ * @user: stored in the connection (pc_conn_user()).
+ *
+ * Return: the connection (PC_CONN_UP has been delivered), or NULL with
+ * errno set (ETIMEDOUT, ECONNREFUSED, EHOSTUNREACH, ...).
+ */
+struct pc_conn *pc_connect(struct pc_engine *e, const char *addr, uint16_t port, int worker,
+			   int timeout_ms, void *user);
+
+/**
+ * pc_close - start closing a connection (disconnect, drain, free).
+ * @conn: connection; no messages may be sent on it afterwards.
+ *
+ * PC_CONN_DOWN follows on its worker once drained. Idempotent.
+ *
+ * Return: 0 or a negative errno.
+ */
+int pc_close(struct pc_conn *conn);
+
+/**
+ * pc_msg_alloc - a send buffer for @conn.
+ * @conn: connection.
+ *
+ * Return: a message with len 0 and cap msg_size, or NULL with errno ENOBUFS
+ * (backpressure: send buffers are all in flight or held) or ENOTCONN.
+ */
+struct pc_msg *pc_msg_alloc(struct pc_conn *conn);
+
+/**
+ * pc_send - send @msg (one-way); ownership passes to pollcore.
+ * @msg: from pc_msg_alloc(), or a received message to send back.
+ *
+ * Never dropped: without send-queue slots or credits it waits in the
+ * connection's backlog.
+ *
+ * Return: 0; -ENOBUFS when the submission ring is full (ring mode; the
+ * message is still yours, retry); -ENOTCONN when the connection is closing
+ * (the message is released); -EMSGSIZE when len > cap.
+ */
+int pc_send(struct pc_msg *msg);
+
+/**
+ * pc_call - send @msg as a request; the response arrives as a message of
+ * type PC_MSG_RESPONSE with the same req_id.
+ * @msg: as for pc_send().
+ * @req_id: filled with the request id.
+ *
+ * Return: as pc_send(); -EAGAIN when the connection's request window is
+ * full (the message is still yours).
+ */
+int pc_call(struct pc_msg *msg, uint64_t *req_id);
+
+/**
+ * pc_reply - answer a request in place: @req's buffer carries the response.
+ * @req: a received PC_MSG_REQUEST; set data/len to the response first.
+ *
+ * Return: as pc_send().
+ */
+int pc_reply(struct pc_msg *req);
+
+/**
+ * pc_msg_release - give a received (or unsent) message back.
+ * @msg: the message.
+ *
+ * Return: 0, or -ENOBUFS when the submission ring is full (retry).
+ */
+int pc_msg_release(struct pc_msg *msg);
+
+/**
+ * pc_rdma - post a one-sided operation on @conn.
+ * @conn: connection (RDMA READ needs the peer to allow it).
+ * @op: operation; must stay valid until op->done is called.
+ *
+ * Return: 0, -ENOBUFS (ring full, retry), -ENOTCONN, -EINVAL.
+ */
+int pc_rdma(struct pc_conn *conn, struct pc_op *op);
+
+/**
+ * pc_mem_reg - register application memory on the device of @conn.
+ * @conn: any connection of the device.
+ * @addr: memory.
+ * @len: bytes.
+ * @access: least access needed (IBV_ACCESS_*).
+ * @lkey: filled.
+ * @rkey: filled.
+ *
+ * Control or app thread (a syscall). Released by pc_mem_dereg().
+ *
+ * Return: an opaque handle, or NULL with errno set.
+ */
+void *pc_mem_reg(struct pc_conn *conn, void *addr, size_t len, int access, uint32_t *lkey,
+		 uint32_t *rkey);
+
+/**
+ * pc_mem_dereg - undo pc_mem_reg().
+ * @handle: from pc_mem_reg(), or NULL.
+ */
+void pc_mem_dereg(void *handle);
+
+/**
+ * pc_app_attach - bind the calling thread to application slot @idx.
+ * @e: ring-mode engine.
+ * @idx: 0 .. app_threads - 1; connections are spread over the slots.
+ *
+ * Return: 0, -EINVAL (bad index or handler mode), -EBUSY (slot taken).
+ */
+int pc_app_attach(struct pc_engine *e, unsigned int idx);
+
+/**
+ * pc_app_poll - take received messages for this application thread.
+ * @msgs: filled with up to @n messages.
+ * @n: capacity of @msgs.
+ *
+ * Attached application thread. Per connection, messages come in order.
+ *
+ * Return: number of messages (0 when none).
+ */
+unsigned int pc_app_poll(struct pc_msg **msgs, unsigned int n);
+
+/**
+ * pc_conn_user - the @user pointer given at pc_connect() (or set with
+ * pc_conn_set_user()).
+ * @conn: connection.
+ *
+ * Return: the pointer.
+ */
+void *pc_conn_user(const struct pc_conn *conn);
+
+/**
+ * pc_conn_set_user - set the connection's user pointer.
+ * @conn: connection.
+ * @user: pointer.
+ *
+ * Owning worker (e.g. in on_conn), or before traffic starts.
+ */
+void pc_conn_set_user(struct pc_conn *conn, void *user);
+
+/* Per-connection counters and identity (pc_conn_info()). */
+struct pc_conn_info {
+	char device[64];
+	uint32_t qp_num;
+	int worker;
+	unsigned int app_slot;
+	bool raw;		/* peer speaks no pollcore protocol */
+	uint64_t msgs_sent;
+	uint64_t msgs_recv;
+	uint64_t bytes_sent;
+	uint64_t bytes_recv;
+	uint64_t credit_stalls;	/* sends that waited for credits */
+	uint64_t sq_stalls;	/* sends that waited for send-queue slots */
+	uint32_t backlog;	/* messages waiting now */
+	uint32_t inflight_req;	/* requests awaiting a response */
+	uint32_t held;		/* buffers of this connection held by the app */
+};
+
+/**
+ * pc_conn_info - sample a connection's identity and counters.
+ * @conn: connection.
+ * @info: filled in (counters are relaxed snapshots).
+ *
+ * Any thread while the connection is up.
+ */
+void pc_conn_info(const struct pc_conn *conn, struct pc_conn_info *info);
+
+/* Per-worker counters (pc_engine_stats()). */
+struct pc_worker_stats {
+	char name[32];		/* thread name, pc-w<N>-<device> */
+	int pu;			/* PU it is bound to, -1 if unbound */
+	int numa_node;
+	uint64_t loops;
+	uint64_t polls;
+	uint64_t empty_polls;
+	uint64_t completions;
+	uint64_t wrs_posted;
+	uint64_t doorbells;	/* ibv_post_send calls; wrs_posted / doorbells = batching */
+	uint64_t srq_posted;
+	uint64_t srq_doorbells;
+	uint64_t srq_limit_events;	/* IBV_EVENT_SRQ_LIMIT_REACHED handled */
+	uint64_t rx_msgs;
+	uint64_t tx_msgs;
+	uint64_t handoff_full;	/* worker->app ring was full (delivery delayed, not dropped) */
+	uint64_t submit_full;	/* app->worker ring was full (pc_send returned -ENOBUFS) */
+	uint64_t credit_stalls;
+	uint64_t sleeps;	/* hybrid idle: times it slept */
+	uint64_t sleep_ns;	/* and for how long */
+	uint64_t wakeups_cq;	/* woken by a completion event */
+	uint64_t wakeups_submit;/* woken by the eventfd */
+	uint64_t wc_errors;
+	uint64_t stray_completions;	/* completions for a QP no longer known */
+	uint32_t conns;
+	uint32_t rx_held;	/* receive buffers held by the application */
+	uint32_t tx_held;	/* send buffers allocated and not yet sent */
+	uint32_t srq_outstanding;	/* receive buffers posted on the SRQ now */
+};
+
+/**
+ * pc_engine_nworkers - number of workers.
+ * @e: engine.
+ *
+ * Return: the count.
+ */
+unsigned int pc_engine_nworkers(const struct pc_engine *e);
+
+/**
+ * pc_engine_stats - sample one worker's counters.
+ * @e: engine.
+ * @worker: index.
+ * @st: filled (relaxed snapshots).
+ *
+ * Any thread.
+ *
+ * Return: 0 or -EINVAL.
+ */
+int pc_engine_stats(const struct pc_engine *e, unsigned int worker, struct pc_worker_stats *st);
+
+/**
+ * pc_engine_print_stats - one line per worker on @f.
+ * @e: engine.
+ * @f: stream (FILE *).
+ */
+void pc_engine_print_stats(const struct pc_engine *e, void *f);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* POLLCORE_ENGINE_H */

@@ -1,0 +1,627 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The worker's data path: completions, receives, the backlog and WR chains,
+ * credits, the SRQ refill and the handoff to the application. Worker thread
+ * only.
+ *
+ * Flow control: each side grants the other `window` receive credits at
+ * connect time (rdma_cm private data) and later RDMA-WRITEs its cumulative
+ * grant into the peer's credit word whenever received buffers come back to
+ * the pool. A sender without credits keeps its messages in the backlog, so
+ * a slow application slows its peer instead of overrunning the SRQ. Grants
+ * never exceed what is posted on the SRQ (credits_out <= srq_outstanding).
+ */
+#include "worker_pvt.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "engine_pvt.h"
+
+#define HDR ((uint32_t)sizeof(struct wire_hdr))
+
+/* --- connections by QP number ----------------------------------------------- */
+
+struct conn *dp_conn_of_qpn(struct pc_worker *w, uint32_t qpn)
+{
+	struct conn **slot = &w->cache[qpn & (PC_ARRAY_SIZE(w->cache) - 1)];
+	struct conn *c = *slot;
+
+	if (pc_likely(c && c->qpn == qpn))
+		return c;
+	/* RCU read side: the worker is an online qsbr reader between quiescent states */
+	c = engine_conn_lookup(w->e, qpn);
+	if (!c || c->w != w)
+		return NULL;
+	if (c->state == CONN_ATTACHING)
+		worker_apply_ctl(w); /* its ATTACH is queued: apply it now */
+	if (c->state == CONN_ATTACHING || c->state == CONN_RETIRED)
+		return NULL;
+	*slot = c;
+	return c;
+}
+
+void dp_mark_dirty(struct pc_worker *w, struct conn *c)
+{
+	if (c->dirty)
+		return;
+	c->dirty = true;
+	c->dirty_next = w->dirty;
+	w->dirty = c;
+}
+
+/* --- messages ------------------------------------------------------------------ */
+
+void msg_bind(struct msg *m, struct conn *c)
+{
+	const struct pc_engine_params *p = engine_params(c->e);
+
+	m->pub.conn = (struct pc_conn *)c;
+	m->pub.data = (char *)m->buf->addr + (c->raw ? 0 : HDR);
+	m->pub.cap = c->raw ? m->buf->cap : p->msg_size;
+}
+
+struct msg *dp_tx_alloc(struct pc_worker *w)
+{
+	struct pc_buf *b = pc_pool_get(w->tx);
+	struct msg *m;
+
+	if (pc_unlikely(!b))
+		return NULL;
+	m = &w->tx_msgs[b->index];
+	m->pub.len = 0;
+	m->pub.type = PC_MSG_ONEWAY;
+	m->pub.req_id = 0;
+	m->pub.user = NULL;
+	m->pub.conn = NULL;
+	m->origin = NULL;
+	m->in_sq = 0;
+	return m;
+}
+
+void dp_msg_release(struct pc_worker *w, struct msg *m)
+{
+	struct conn *c = m->origin;
+
+	m->in_sq = 0;
+	if (m->pool == POOL_TX) {
+		pc_pool_put(w->tx, m->buf);
+		return;
+	}
+	pc_pool_put(w->rx, m->buf);
+	m->origin = NULL;
+	if (!c)
+		return;
+	CSTAT_ADD(c, held, (uint32_t)-1);
+	STAT_ADD(w, rx_held, (uint32_t)-1);
+	if (c->state == CONN_UP && !c->raw) {
+		c->grant_pending++;
+		dp_mark_dirty(w, c);
+	} else if (c->state == CONN_DRAINED) {
+		drain_maybe_retire(w, c);
+	}
+}
+
+/* Hands a received message to the application, in order, never dropping it. */
+static void deliver(struct pc_worker *w, const struct pc_engine_params *p, struct conn *c,
+		    struct msg *m)
+{
+	struct chan *ch;
+
+	if (p->handoff == PC_HANDOFF_HANDLER) {
+		p->on_msg(&m->pub, p->arg);
+		return;
+	}
+	ch = &w->chans[c->app_slot];
+	if (pc_likely(!ch->ovf_head) && pc_ring_spsc_enqueue(ch->to_app, &m->pub) == 0)
+		return;
+	/* the application is behind: keep it here, in order, and say so */
+	m->ctx.next = NULL;
+	*ch->ovf_tail = &m->ctx;
+	ch->ovf_tail = &m->ctx.next;
+	ch->ovf++;
+	STAT_ADD(w, handoff_full, 1);
+}
+
+void dp_deliver_overflow(struct pc_worker *w)
+{
+	unsigned int i;
+
+	for (i = 0; i < w->nchans; i++) {
+		struct chan *ch = &w->chans[i];
+
+		while (ch->ovf_head) {
+			struct msg *m = pc_container_of(ch->ovf_head, struct msg, ctx);
+
+			if (pc_ring_spsc_enqueue(ch->to_app, &m->pub))
+				break;
+			ch->ovf_head = m->ctx.next;
+			if (!ch->ovf_head)
+				ch->ovf_tail = &ch->ovf_head;
+			ch->ovf--;
+		}
+	}
+}
+
+/* Keeps each application slot stocked with send buffers. */
+void dp_topup_txfree(struct pc_worker *w)
+{
+	void *objs[32];
+	unsigned int i, n, k, put;
+
+	for (i = 0; i < w->nchans; i++) {
+		struct pc_ring_spsc *r = w->chans[i].txfree;
+
+		if (pc_likely(pc_ring_spsc_free_count(r) < PC_ARRAY_SIZE(objs)))
+			continue;
+		for (n = 0; n < PC_ARRAY_SIZE(objs); n++) {
+			struct msg *m = dp_tx_alloc(w);
+
+			if (!m)
+				break;
+			objs[n] = m;
+		}
+		put = n ? pc_ring_spsc_enqueue_burst(r, objs, n) : 0;
+		for (k = put; k < n; k++)
+			dp_msg_release(w, objs[k]);
+	}
+}
+
+/* --- receives ------------------------------------------------------------------ */
+
+static void dp_recv(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
+{
+	const struct pc_engine_params *p = engine_params(w->e);
+	struct conn *c = dp_conn_of_qpn(w, wc->qp_num);
+	const struct wire_hdr *h;
+	uint32_t len = wc->byte_len;
+
+	w->srq_outstanding--;
+	m->in_srq = 0;
+	if (pc_unlikely(wc->status != IBV_WC_SUCCESS)) {
+		STAT_ADD(w, wc_errors, 1);
+		pc_pool_put(w->rx, m->buf);
+		if (c && wc->status != IBV_WC_WR_FLUSH_ERR)
+			drain_fail(w, c, pc_wc_error(w->dev, wc, "RECV"));
+		return;
+	}
+	if (pc_unlikely(!c || c->state >= CONN_DRAINED)) {
+		STAT_ADD(w, stray_completions, 1);
+		pc_pool_put(w->rx, m->buf);
+		return;
+	}
+	m->origin = c;
+	CSTAT_ADD(c, held, 1);
+	STAT_ADD(w, rx_held, 1);
+	msg_bind(m, c);
+	m->pub.user = NULL;
+	if (c->raw) {
+		m->pub.len = len;
+		m->pub.type = PC_MSG_ONEWAY;
+		m->pub.req_id = 0;
+	} else {
+		h = m->buf->addr;
+		if (pc_unlikely(len < HDR || h->magic != PC_WIRE_MAGIC || h->len != len - HDR ||
+				h->type > PC_MSG_RESPONSE)) {
+			pc_set_error(-EPROTO,
+				     "%s port %u qp 0x%x: malformed message from peer (%u bytes, magic 0x%x, type %u); closing",
+				     w->dev->name, w->dev->port, c->qpn, len,
+				     len >= 2 ? h->magic : 0, len >= 3 ? h->type : 0);
+			dp_msg_release(w, m);
+			drain_fail(w, c, -EPROTO);
+			return;
+		}
+		if (pc_unlikely(++c->recv_credited > c->granted)) {
+			pc_set_error(-EPROTO, "%s port %u qp 0x%x: peer sent beyond its %u credits; closing",
+				     w->dev->name, w->dev->port, c->qpn, c->window);
+			dp_msg_release(w, m);
+			drain_fail(w, c, -EPROTO);
+			return;
+		}
+		w->credits_out--;
+		m->pub.len = len - HDR;
+		m->pub.type = h->type;
+		m->pub.req_id = h->req_id;
+		if (h->type == PC_MSG_RESPONSE && c->inflight_req)
+			CSTAT_ADD(c, inflight_req, (uint32_t)-1);
+	}
+	CSTAT_ADD(c, msgs_recv, 1);
+	CSTAT_ADD(c, bytes_recv, m->pub.len);
+	STAT_ADD(w, rx_msgs, 1);
+	deliver(w, p, c, m);
+}
+
+/* --- send-queue completions ------------------------------------------------------ */
+
+struct retire_arg {
+	struct pc_worker *w;
+	int err;
+};
+
+static void sq_done(void *arg, void *vctx, bool failed)
+{
+	struct retire_arg *ra = arg;
+	struct wr_ctx *ctx = vctx;
+	struct pc_op *op;
+
+	switch (ctx->kind) {
+	case WR_MSG:
+		dp_msg_release(ra->w, pc_container_of(ctx, struct msg, ctx));
+		break;
+	case WR_OP:
+		op = op_of_ctx(ctx);
+		op->done(op, failed ? ra->err : 0);
+		break;
+	case WR_MARKER:
+		ctx->conn->marker_done = true;
+		break;
+	default: /* WR_CREDIT: nothing to give back */
+		break;
+	}
+}
+
+static const char *ctx_what(const struct wr_ctx *ctx)
+{
+	switch (ctx->kind) {
+	case WR_MSG: return "SEND";
+	case WR_OP: return op_of_ctx((struct wr_ctx *)ctx)->code == PC_OP_READ ? "RDMA_READ"
+									     : "RDMA_WRITE";
+	case WR_CREDIT: return "credit RDMA_WRITE";
+	default: return "drain marker";
+	}
+}
+
+void dp_sq_complete(struct pc_worker *w, struct conn *c, struct wr_ctx *ctx, int err)
+{
+	struct retire_arg ra = { w, err };
+
+	if (!sq_retire(&c->sq, ctx, err != 0, sq_done, &ra))
+		STAT_ADD(w, stray_completions, 1);
+	if (c->bl_head && c->state == CONN_UP)
+		dp_mark_dirty(w, c);
+}
+
+void dp_handle_wc(struct pc_worker *w, struct ibv_wc *wc)
+{
+	struct wr_ctx *ctx = (struct wr_ctx *)(uintptr_t)wc->wr_id;
+	struct conn *c;
+	int err = 0;
+
+	if (ctx->kind == WR_MSG) {
+		struct msg *m = pc_container_of(ctx, struct msg, ctx);
+
+		if (!m->in_sq) {
+			dp_recv(w, wc, m);
+			return;
+		}
+	}
+	c = ctx->conn;
+	if (pc_unlikely(wc->status != IBV_WC_SUCCESS)) {
+		STAT_ADD(w, wc_errors, 1);
+		err = pc_wc_error(w->dev, wc, ctx_what(ctx));
+		if (wc->status != IBV_WC_WR_FLUSH_ERR)
+			drain_fail(w, c, err);
+	}
+	dp_sq_complete(w, c, ctx, err);
+}
+
+/* --- credits ----------------------------------------------------------------------- */
+
+/* Credits this side may spend now, after reading the peer's latest grant. */
+static inline uint64_t credits_avail(struct conn *c)
+{
+	/* acquire: the NIC wrote the word; nothing else depends on it but the count */
+	uint64_t g = __atomic_load_n(&c->credit_word[0], __ATOMIC_ACQUIRE);
+
+	/*
+	 * Accept only plausible grants: never backwards, never more than a
+	 * window ahead of what we sent. Anything else is a torn read or a
+	 * broken peer; either way the old value stays safe.
+	 */
+	if (g > c->peer_grant_seen && g - c->sent_credited <= c->window)
+		c->peer_grant_seen = g;
+	return c->peer_grant_seen - c->sent_credited;
+}
+
+/* Moves releasable credits into the grant, bounded by what the SRQ holds. */
+static inline void credits_grant(struct pc_worker *w, struct conn *c)
+{
+	uint32_t room = w->srq_outstanding > w->credits_out ? w->srq_outstanding - w->credits_out : 0;
+	uint32_t g = PC_MIN(c->grant_pending, room);
+
+	c->granted += g;
+	c->grant_pending -= g;
+	w->credits_out += g;
+}
+
+/* --- building and posting chains -------------------------------------------------------- */
+
+static pc_always_inline void add_send(struct pc_worker *w, struct conn *c, struct msg *m)
+{
+	struct ibv_send_wr *wr = chain_add(&w->chain);
+	uint32_t bytes = m->pub.len;
+
+	if (!c->raw) {
+		struct wire_hdr *h = m->buf->addr;
+
+		h->magic = PC_WIRE_MAGIC;
+		h->type = m->pub.type;
+		h->flags = 0;
+		h->len = m->pub.len;
+		h->req_id = m->pub.req_id;
+		bytes += HDR;
+	}
+	wr->sg_list->addr = (uintptr_t)m->buf->addr;
+	wr->sg_list->length = bytes;
+	wr->sg_list->lkey = m->buf->lkey;
+	wr->num_sge = 1;
+	wr->opcode = IBV_WR_SEND;
+	wr->send_flags = bytes <= c->max_inline ? IBV_SEND_INLINE : 0;
+	wr->wr_id = (uintptr_t)&m->ctx;
+	m->ctx.conn = c;
+	m->in_sq = 1;
+	CSTAT_ADD(c, msgs_sent, 1);
+	CSTAT_ADD(c, bytes_sent, m->pub.len);
+}
+
+static pc_always_inline void add_op(struct pc_worker *w, struct pc_op *op)
+{
+	struct ibv_send_wr *wr = chain_add(&w->chain);
+
+	wr->sg_list->addr = (uintptr_t)op->local;
+	wr->sg_list->length = op->len;
+	wr->sg_list->lkey = op->lkey;
+	wr->num_sge = 1;
+	wr->opcode = op->code == PC_OP_READ ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE;
+	wr->wr.rdma.remote_addr = op->remote_addr;
+	wr->wr.rdma.rkey = op->rkey;
+	wr->wr_id = (uintptr_t)&op_priv(op)->ctx;
+}
+
+static pc_always_inline void add_credit(struct pc_worker *w, struct conn *c)
+{
+	struct ibv_send_wr *wr = chain_add(&w->chain);
+
+	c->credit_word[1] = c->granted;
+	wr->sg_list->addr = (uintptr_t)&c->credit_word[1];
+	wr->sg_list->length = sizeof(uint64_t);
+	wr->sg_list->lkey = c->credit_mr->lkey;
+	wr->num_sge = 1;
+	wr->opcode = IBV_WR_RDMA_WRITE;
+	wr->send_flags = c->max_inline >= sizeof(uint64_t) ? IBV_SEND_INLINE : 0;
+	wr->wr.rdma.remote_addr = c->peer_credit_addr;
+	wr->wr.rdma.rkey = c->peer_credit_rkey;
+	wr->wr_id = (uintptr_t)&c->credit_ctx;
+	c->granted_published = c->granted;
+}
+
+/*
+ * Fails the WRs of a chain that could not be posted: they were already
+ * taken from the backlog and pushed on the send queue.
+ */
+static void chain_fail(struct pc_worker *w, struct conn *c, uint32_t from, int err)
+{
+	struct retire_arg ra = { w, err };
+	uint32_t i, n = w->chain.n - from;
+
+	sq_unpush(&c->sq, n);
+	for (i = from; i < w->chain.n; i++)
+		sq_done(&ra, (void *)(uintptr_t)w->chain.wr[i].wr_id, true);
+}
+
+static void post_chain(struct pc_worker *w, struct conn *c)
+{
+	struct wr_chain *ch = &w->chain;
+	struct ibv_send_wr *bad = NULL;
+	uint32_t i;
+	int ret;
+
+	/* signal every Nth and the last, so buffers come back without waiting for traffic */
+	for (i = 0; i < ch->n; i++) {
+		struct wr_ctx *ctx = (struct wr_ctx *)(uintptr_t)ch->wr[i].wr_id;
+
+		if (sq_push(&c->sq, ctx, i + 1 == ch->n, ctx->kind == WR_OP))
+			ch->wr[i].send_flags |= IBV_SEND_SIGNALED;
+	}
+	ret = ibv_post_send(c->qp, ch->wr, &bad);
+	STAT_ADD(w, doorbells, 1);
+	if (pc_likely(!ret)) {
+		STAT_ADD(w, wrs_posted, ch->n);
+		return;
+	}
+	i = bad ? (uint32_t)(bad - ch->wr) : 0;
+	STAT_ADD(w, wrs_posted, i);
+	ret = pc_set_error(pc_neg_errno(ret), "%s port %u qp 0x%x: ibv_post_send of %u WRs failed at %u: %s",
+			   w->dev->name, w->dev->port, c->qpn, ch->n, i, strerror(abs(pc_neg_errno(ret))));
+	chain_fail(w, c, i, ret);
+	drain_fail(w, c, ret);
+}
+
+/* Builds and posts one chain for @c: a credit grant, then its backlog. */
+static void flush_conn(struct pc_worker *w, struct conn *c)
+{
+	struct wr_chain *ch = &w->chain;
+	uint32_t space = sq_space(&c->sq);
+	bool stalled = false;
+
+	chain_reset(ch);
+	if (!c->raw) {
+		if (c->grant_pending)
+			credits_grant(w, c);
+		if (c->granted != c->granted_published && space) {
+			add_credit(w, c);
+			space--;
+		}
+	}
+	while (c->bl_head && ch->n < space) {
+		struct wr_ctx *ctx = c->bl_head;
+
+		if (ctx->kind == WR_MSG) {
+			if (!c->raw) {
+				if (!credits_avail(c)) {
+					CSTAT_ADD(c, credit_stalls, 1);
+					STAT_ADD(w, credit_stalls, 1);
+					stalled = true;
+					break;
+				}
+				c->sent_credited++;
+			}
+			add_send(w, c, pc_container_of(ctx, struct msg, ctx));
+			STAT_ADD(w, tx_msgs, 1);
+		} else {
+			add_op(w, op_of_ctx(ctx));
+		}
+		c->bl_head = ctx->next;
+		CSTAT_ADD(c, backlog, (uint32_t)-1);
+	}
+	if (!c->bl_head)
+		c->bl_tail = &c->bl_head;
+	else if (!stalled)
+		CSTAT_ADD(c, sq_stalls, 1);
+	if (ch->n)
+		post_chain(w, c);
+}
+
+void dp_flush(struct pc_worker *w)
+{
+	struct conn *c = w->dirty;
+
+	w->dirty = NULL;
+	while (c) {
+		struct conn *next = c->dirty_next;
+
+		c->dirty = false;
+		if (c->state == CONN_UP)
+			flush_conn(w, c);
+		/* still waiting for credits or for SRQ room to grant: look again next turn */
+		if (c->state == CONN_UP && (c->bl_head || c->grant_pending))
+			dp_mark_dirty(w, c);
+		c = next;
+	}
+}
+
+/* --- submissions ------------------------------------------------------------------------- */
+
+static void backlog_add(struct conn *c, struct wr_ctx *ctx)
+{
+	ctx->next = NULL;
+	*c->bl_tail = ctx;
+	c->bl_tail = &ctx->next;
+	CSTAT_ADD(c, backlog, 1);
+}
+
+static bool conn_accepts(const struct conn *c)
+{
+	return c->state == CONN_UP || c->state == CONN_ATTACHED;
+}
+
+int dp_send(struct pc_worker *w, struct msg *m)
+{
+	struct conn *c = m->ctx.conn;
+
+	if (pc_unlikely(!conn_accepts(c))) {
+		dp_msg_release(w, m);
+		return -ENOTCONN;
+	}
+	if (m->pub.type == PC_MSG_REQUEST)
+		CSTAT_ADD(c, inflight_req, 1);
+	backlog_add(c, &m->ctx);
+	if (c->state == CONN_UP)
+		dp_mark_dirty(w, c);
+	return 0;
+}
+
+int dp_rdma(struct pc_worker *w, struct pc_op *op)
+{
+	struct conn *c = op_priv(op)->ctx.conn;
+
+	if (pc_unlikely(!conn_accepts(c))) {
+		op->done(op, -ENOTCONN);
+		return -ENOTCONN;
+	}
+	backlog_add(c, &op_priv(op)->ctx);
+	if (c->state == CONN_UP)
+		dp_mark_dirty(w, c);
+	return 0;
+}
+
+void dp_submit(struct pc_worker *w, struct wr_ctx *ctx)
+{
+	switch (ctx->action) {
+	case ACT_SEND:
+		dp_send(w, pc_container_of(ctx, struct msg, ctx));
+		break;
+	case ACT_RELEASE:
+		dp_msg_release(w, pc_container_of(ctx, struct msg, ctx));
+		break;
+	case ACT_RDMA:
+		dp_rdma(w, op_of_ctx(ctx));
+		break;
+	default:
+		pc_err("%s: bad submission action %u", w->name, ctx->action);
+	}
+}
+
+/* --- SRQ ------------------------------------------------------------------------------------ */
+
+void dp_refill_srq(struct pc_worker *w, bool arm)
+{
+	const struct pc_engine_params *p = engine_params(w->e);
+	uint32_t want = p->srq_depth - w->srq_outstanding, n = 0, i;
+	struct ibv_recv_wr *bad = NULL;
+	int ret, ev;
+
+	while (n < want) {
+		struct pc_buf *b = pc_pool_get(w->rx);
+		struct msg *m;
+
+		if (!b)
+			break;
+		m = &w->rx_msgs[b->index];
+		m->in_sq = 0;
+		m->in_srq = 1;
+		w->rsge[n] = (struct ibv_sge){ (uintptr_t)b->addr, b->cap, b->lkey };
+		w->rwr[n] = (struct ibv_recv_wr){ .wr_id = (uintptr_t)&m->ctx,
+						  .next = &w->rwr[n + 1],
+						  .sg_list = &w->rsge[n],
+						  .num_sge = 1 };
+		n++;
+	}
+	if (n) {
+		w->rwr[n - 1].next = NULL;
+		ret = ibv_post_srq_recv(w->srq, w->rwr, &bad);
+		i = n;
+		if (pc_unlikely(ret)) {
+			i = bad ? (uint32_t)(bad - w->rwr) : 0;
+			pc_set_error(pc_neg_errno(ret), "%s port %u: ibv_post_srq_recv of %u failed at %u: %s",
+				     w->dev->name, w->dev->port, n, i, strerror(abs(pc_neg_errno(ret))));
+			for (uint32_t k = i; k < n; k++) {
+				struct wr_ctx *ctx = (struct wr_ctx *)(uintptr_t)w->rwr[k].wr_id;
+
+				pc_container_of(ctx, struct msg, ctx)->in_srq = 0;
+				pc_pool_put(w->rx, pc_container_of(ctx, struct msg, ctx)->buf);
+			}
+		}
+		w->srq_outstanding += i;
+		STAT_ADD(w, srq_posted, i);
+		STAT_ADD(w, srq_doorbells, 1);
+	}
+
+	/* IBV_EVENT_SRQ_LIMIT_REACHED: count it once, re-arm once refilled */
+	ev = atomic_load_explicit(&w->srq_limit, memory_order_relaxed);
+	if (ev == 1) {
+		STAT_ADD(w, srq_limit_events, 1);
+		atomic_store_explicit(&w->srq_limit, 2, memory_order_relaxed);
+		pc_debug("%s: SRQ limit reached (%u posted); refilling", w->name, w->srq_outstanding);
+	}
+	if ((arm || ev) && w->srq_outstanding >= p->srq_watermark) {
+		struct ibv_srq_attr a = { .srq_limit = PC_MAX(p->srq_watermark / 2, 1u) };
+
+		ret = ibv_modify_srq(w->srq, &a, IBV_SRQ_LIMIT);
+		if (ret)
+			pc_warn("%s: %s: ibv_modify_srq(srq_limit %u): %s", w->name, w->dev->name,
+				a.srq_limit, strerror(abs(pc_neg_errno(ret))));
+		atomic_store_explicit(&w->srq_limit, 0, memory_order_relaxed);
+	}
+	__atomic_store_n(&w->st.srq_outstanding, w->srq_outstanding, __ATOMIC_RELAXED);
+}

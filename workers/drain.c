@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Closing one connection without disturbing the others (worker thread).
+ *
+ *   UP/ATTACHED --drain_begin--> DRAINING --drain_poll--> DRAINED --held==0--> RETIRED
+ *
+ * drain_begin moves the QP to ERR, fails the backlog and posts a signaled
+ * marker WR, which the provider flushes after every earlier send WR. The
+ * drain ends when the marker's flush completion has arrived and either
+ * IBV_EVENT_QP_LAST_WQE_REACHED was seen (no more SRQ receives for this QP)
+ * or, since some providers never send that event (rxe doesn't), a grace
+ * period has passed. Which rule ended it is logged. A marker that never
+ * completes is bounded by a deadline too. Then PC_CONN_DOWN is delivered;
+ * once the application has returned every buffer of the connection, the
+ * control thread destroys the QP and frees the connection after an RCU
+ * grace period.
+ */
+#include "worker_pvt.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "engine_pvt.h"
+
+#define MARKER_TIMEOUT_NS (2000ull * 1000 * 1000)
+#define LAST_WQE_GRACE_NS (100ull * 1000 * 1000)
+
+void drain_fail(struct pc_worker *w, struct conn *c, int err)
+{
+	if (c->state >= CONN_DRAINING)
+		return;
+	if (!c->close_err)
+		c->close_err = err;
+	drain_begin(w, c);
+	engine_request_close(c);
+}
+
+static void backlog_cancel(struct pc_worker *w, struct conn *c)
+{
+	struct wr_ctx *ctx = c->bl_head;
+
+	c->bl_head = NULL;
+	c->bl_tail = &c->bl_head;
+	__atomic_store_n(&c->backlog, 0, __ATOMIC_RELAXED);
+	while (ctx) {
+		struct wr_ctx *next = ctx->next;
+
+		if (ctx->kind == WR_MSG) {
+			dp_msg_release(w, pc_container_of(ctx, struct msg, ctx));
+		} else {
+			struct pc_op *op = op_of_ctx(ctx);
+
+			op->done(op, -ECANCELED);
+		}
+		ctx = next;
+	}
+}
+
+void drain_begin(struct pc_worker *w, struct conn *c)
+{
+	struct ibv_send_wr wr = {
+		.wr_id = (uintptr_t)&c->marker_ctx,
+		.opcode = IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED,
+	}, *bad;
+	int ret;
+
+	if (c->state >= CONN_DRAINING)
+		return;
+	c->was_up = c->state == CONN_UP;
+	c->state = CONN_DRAINING;
+	ret = pc_qp_to_err(w->dev, c->qp);
+	if (ret)
+		pc_debug("%s qp 0x%x: to ERR: %s", w->dev->name, c->qpn, pc_last_error());
+	backlog_cancel(w, c);
+	/* the peer can no longer use what we granted */
+	w->credits_out -= (uint32_t)(c->granted - c->recv_credited);
+	c->grant_pending = 0;
+
+	/* the marker has its own reserved slot (sq_space() keeps one back) */
+	sq_push(&c->sq, &c->marker_ctx, true, true);
+	ret = ibv_post_send(c->qp, &wr, &bad);
+	if (ret) {
+		pc_warn("%s qp 0x%x: cannot post the drain marker (%s); relying on the deadline",
+			w->dev->name, c->qpn, strerror(abs(pc_neg_errno(ret))));
+		sq_unpush(&c->sq, 1);
+		c->marker_done = true;
+	}
+	c->drain_deadline_ns = pc__now_ns() + MARKER_TIMEOUT_NS;
+	c->drain_next = w->draining;
+	w->draining = c;
+}
+
+/* Retires whatever the flushes did not (only after a marker timeout). */
+static void sq_abandon(struct pc_worker *w, struct conn *c)
+{
+	while (sq_inflight(&c->sq)) {
+		uintptr_t e = c->sq.slot[c->sq.tail & c->sq.mask];
+
+		dp_sq_complete(w, c, sq_slot_ctx(e), -ECANCELED);
+	}
+}
+
+static bool drain_done(struct pc_worker *w, struct conn *c, uint64_t now)
+{
+	const char *rule;
+
+	if (!c->marker_done) {
+		if (now < c->drain_deadline_ns)
+			return false;
+		pc_warn("%s qp 0x%x: drain marker not flushed within %llu ms; abandoning %u WRs",
+			w->dev->name, c->qpn, MARKER_TIMEOUT_NS / 1000000, sq_inflight(&c->sq));
+		sq_abandon(w, c);
+		rule = "marker deadline";
+	} else if (atomic_load_explicit(&c->last_wqe, memory_order_acquire)) {
+		rule = "IBV_EVENT_QP_LAST_WQE_REACHED";
+	} else {
+		if (!c->grace_start_ns)
+			c->grace_start_ns = now;
+		if (now - c->grace_start_ns < LAST_WQE_GRACE_NS)
+			return false;
+		rule = "flush marker + grace period (no LAST_WQE_REACHED from the provider)";
+	}
+	pc_info("%s port %u qp 0x%x: closed (%s); drain ended by %s", w->dev->name,
+		w->dev->port, c->qpn, c->close_err ? strerror(-c->close_err) : "disconnect", rule);
+	return true;
+}
+
+void drain_poll(struct pc_worker *w)
+{
+	const struct pc_engine_params *p = engine_params(w->e);
+	struct conn **pp = &w->draining;
+	uint64_t now = pc__now_ns();
+
+	while (*pp) {
+		struct conn *c = *pp;
+
+		if (!drain_done(w, c, now)) {
+			pp = &c->drain_next;
+			continue;
+		}
+		*pp = c->drain_next;
+		c->state = CONN_DRAINED;
+		if (c->was_up && p->on_conn)
+			p->on_conn((struct pc_conn *)c, PC_CONN_DOWN, p->arg);
+		STAT_ADD(w, conns, (uint32_t)-1);
+		drain_maybe_retire(w, c);
+	}
+}
+
+void drain_maybe_retire(struct pc_worker *w, struct conn *c)
+{
+	struct conn **slot = &w->cache[c->qpn & (PC_ARRAY_SIZE(w->cache) - 1)];
+
+	if (c->state != CONN_DRAINED || c->held)
+		return;
+	if (*slot == c)
+		*slot = NULL;
+	c->state = CONN_RETIRED;
+	atomic_fetch_sub(&w->nconns, 1);
+	engine_ctl_post(c, CTL_RETIRE);
+}

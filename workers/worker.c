@@ -1,0 +1,524 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Worker resources, thread and loop. The data path proper (completions,
+ * posting, credits) is in datapath.c; closing connections in drain.c.
+ */
+#include "worker_pvt.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine_pvt.h"
+
+__thread struct pc_worker *pc__self_worker;
+
+uint64_t pc__now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void *numa_pool_alloc(size_t len, size_t align, void *arg)
+{
+	struct pc_worker *w = arg;
+
+	(void)align; /* pc_numa_alloc() is page-aligned */
+	return pc_numa_alloc(engine_topo(w->e), len, w->place->numa_node);
+}
+
+static void numa_pool_free(void *addr, size_t len, void *arg)
+{
+	struct pc_worker *w = arg;
+
+	pc_numa_free(engine_topo(w->e), addr, len);
+}
+
+static void msgs_init(struct pc_worker *w, struct msg *msgs, struct pc_pool *pool, uint32_t n,
+		      enum msg_pool which)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		struct pc_buf *b = &pool->bufs[i];
+
+		msgs[i].buf = b;
+		msgs[i].w = w;
+		msgs[i].pool = (uint8_t)which;
+		msgs[i].ctx.kind = WR_MSG;
+	}
+}
+
+static int worker_setup(struct pc_worker *w)
+{
+	const struct pc_engine_params *p = engine_params(w->e);
+	uint32_t buf_size = (p->msg_size + (uint32_t)sizeof(struct wire_hdr) + PC_CACHELINE - 1) &
+			    ~(uint32_t)(PC_CACHELINE - 1);
+	struct pc_pool_allocator numa = { numa_pool_alloc, numa_pool_free, w };
+	const struct pc_pool_allocator *alloc = NULL;
+	struct pc_pool_params pp = { 0 };
+	struct ibv_srq_init_attr sattr = { 0 };
+	struct pc_dev *d = w->dev;
+	char name[32];
+	unsigned int i;
+	int cqe, ret;
+
+	if (w->place && engine_topo(w->e)) {
+		ret = pc_numa_bind_thread(engine_topo(w->e), w->place);
+		if (ret)
+			pc_warn("%s: cannot bind to PU %d (%s); running unbound", w->name,
+				w->place->pu, strerror(-ret));
+		else {
+			w->st.pu = w->place->pu;
+			w->st.numa_node = w->place->numa_node;
+			alloc = &numa;
+		}
+	}
+
+	/* receive buffers: the NIC writes them locally; nothing remote */
+	snprintf(name, sizeof(name), "w%u-rx", w->idx);
+	pp = (struct pc_pool_params){ name, p->rx_bufs, buf_size, d->pd, IBV_ACCESS_LOCAL_WRITE,
+				      alloc };
+	w->rx = pc_pool_create(&pp);
+	if (!w->rx)
+		return -errno;
+	/* send buffers: the NIC only reads them */
+	snprintf(name, sizeof(name), "w%u-tx", w->idx);
+	pp = (struct pc_pool_params){ name, p->tx_bufs, buf_size, d->pd, 0, alloc };
+	w->tx = pc_pool_create(&pp);
+	if (!w->tx)
+		return -errno;
+	w->rx_msgs = calloc(p->rx_bufs, sizeof(*w->rx_msgs));
+	w->tx_msgs = calloc(p->tx_bufs, sizeof(*w->tx_msgs));
+	w->chain.wr = calloc(p->sq_depth, sizeof(*w->chain.wr));
+	w->chain.sge = calloc(p->sq_depth, sizeof(*w->chain.sge));
+	w->chain.max = p->sq_depth;
+	w->rwr = calloc(p->srq_depth, sizeof(*w->rwr));
+	w->rsge = calloc(p->srq_depth, sizeof(*w->rsge));
+	w->wc = calloc(p->poll_batch, sizeof(*w->wc));
+	w->nchans = p->app_threads;
+	w->chans = calloc(w->nchans, sizeof(*w->chans));
+	if (!w->rx_msgs || !w->tx_msgs || !w->chain.wr || !w->chain.sge || !w->rwr || !w->rsge ||
+	    !w->wc || !w->chans)
+		return -ENOMEM;
+	msgs_init(w, w->rx_msgs, w->rx, p->rx_bufs, POOL_RX);
+	msgs_init(w, w->tx_msgs, w->tx, p->tx_bufs, POOL_TX);
+
+	w->submit = pc_ring_mpsc_create(p->ring_size);
+	if (!w->submit)
+		return -errno;
+	for (i = 0; i < w->nchans; i++) {
+		struct chan *ch = &w->chans[i];
+		uint32_t share = (uint32_t)pc_align_pow2(p->tx_bufs / (w->nchans + 1) + 1);
+
+		if (p->handoff == PC_HANDOFF_RING) {
+			ch->to_app = pc_ring_spsc_create(p->ring_size);
+			if (!ch->to_app)
+				return -errno;
+		}
+		ch->txfree = pc_ring_spsc_create(share);
+		if (!ch->txfree)
+			return -errno;
+		ch->ovf_tail = &ch->ovf_head;
+	}
+
+	w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (w->efd < 0)
+		return pc_set_error(-errno, "%s: eventfd: %s", w->name, strerror(errno));
+	if (p->idle == PC_IDLE_HYBRID) {
+		w->ch = ibv_create_comp_channel(d->ctx);
+		if (!w->ch)
+			return pc_set_error(pc_neg_errno(-1), "%s: ibv_create_comp_channel: %s",
+					    d->name, strerror(errno));
+		if (fcntl(w->ch->fd, F_SETFL, fcntl(w->ch->fd, F_GETFL) | O_NONBLOCK))
+			return -errno;
+	}
+	cqe = (int)PC_MIN((uint64_t)p->srq_depth + (uint64_t)p->max_conns_per_worker * p->sq_depth,
+			  (uint64_t)d->dev_attr.max_cqe);
+	w->cq = ibv_create_cq(d->ctx, cqe, w, w->ch, 0);
+	if (!w->cq)
+		return pc_set_error(pc_neg_errno(-1), "%s port %u: ibv_create_cq(%d): %s", d->name,
+				    d->port, cqe, strerror(errno));
+	sattr.srq_context = w;
+	sattr.attr.max_wr = p->srq_depth;
+	sattr.attr.max_sge = 1;
+	w->srq = ibv_create_srq(d->pd, &sattr);
+	if (!w->srq)
+		return pc_set_error(pc_neg_errno(-1), "%s port %u: ibv_create_srq(%u): %s", d->name,
+				    d->port, p->srq_depth, strerror(errno));
+	cds_wfcq_init(&w->ctl_head, &w->ctl_tail);
+	dp_refill_srq(w, true);
+	pc_info("%s: %s on PU %d (NUMA %d), CQ %d, SRQ %u (watermark %u), %s verbs, %s idle",
+		w->name, d->name, w->st.pu, w->st.numa_node, cqe, p->srq_depth, p->srq_watermark,
+		w->wr_ex ? "ibv_wr_*" : "generic", p->idle == PC_IDLE_HYBRID ? "hybrid" : "busy");
+	return 0;
+}
+
+static void chan_free(struct chan *ch)
+{
+	pc_ring_spsc_destroy(ch->to_app);
+	pc_ring_spsc_destroy(ch->txfree);
+}
+
+/* Gives back what the worker itself holds, so the pools report only what the app kept. */
+static void worker_reclaim(struct pc_worker *w)
+{
+	const struct pc_engine_params *p = engine_params(w->e);
+	unsigned int i;
+	void *obj;
+
+	for (i = 0; w->rx_msgs && i < p->rx_bufs; i++)
+		if (w->rx_msgs[i].in_srq) {
+			w->rx_msgs[i].in_srq = 0;
+			pc_pool_put(w->rx, w->rx_msgs[i].buf);
+		}
+	for (i = 0; w->chans && i < w->nchans; i++) {
+		struct chan *ch = &w->chans[i];
+
+		while (ch->txfree && pc_ring_spsc_dequeue_burst(ch->txfree, &obj, 1))
+			dp_msg_release(w, obj);
+		while (ch->to_app && pc_ring_spsc_dequeue_burst(ch->to_app, &obj, 1))
+			dp_msg_release(w, msg_of(obj));
+		while (ch->ovf_head) {
+			struct msg *m = pc_container_of(ch->ovf_head, struct msg, ctx);
+
+			ch->ovf_head = m->ctx.next;
+			dp_msg_release(w, m);
+		}
+	}
+}
+
+static void worker_teardown(struct pc_worker *w)
+{
+	unsigned int i;
+
+	if (w->cq_unacked)
+		ibv_ack_cq_events(w->cq, w->cq_unacked);
+	if (w->srq)
+		ibv_destroy_srq(w->srq);
+	worker_reclaim(w);
+	if (w->cq)
+		ibv_destroy_cq(w->cq);
+	if (w->ch)
+		ibv_destroy_comp_channel(w->ch);
+	if (w->efd >= 0)
+		close(w->efd);
+	for (i = 0; w->chans && i < w->nchans; i++)
+		chan_free(&w->chans[i]);
+	pc_ring_mpsc_destroy(w->submit);
+	pc_pool_destroy(w->tx);
+	pc_pool_destroy(w->rx);
+	free(w->chans);
+	free(w->wc);
+	free(w->rsge);
+	free(w->rwr);
+	free(w->chain.sge);
+	free(w->chain.wr);
+	free(w->tx_msgs);
+	free(w->rx_msgs);
+}
+
+/* Applies control messages; returns how many there were. */
+unsigned int worker_apply_ctl(struct pc_worker *w)
+{
+	const struct pc_engine_params *p = engine_params(w->e);
+	struct cds_wfcq_node *node;
+	unsigned int n = 0;
+
+	if (cds_wfcq_empty(&w->ctl_head, &w->ctl_tail))
+		return 0;
+	/* single dequeuer: the worker; the wfcqueue orders the conn's fields */
+	while ((node = __cds_wfcq_dequeue_blocking(&w->ctl_head, &w->ctl_tail))) {
+		struct ctl_msg *cm = caa_container_of(node, struct ctl_msg, node);
+		struct conn *c = cm->conn;
+
+		n++;
+		switch (cm->kind) {
+		case CTL_ATTACH:
+			c->state = CONN_ATTACHED;
+			c->bl_tail = &c->bl_head;
+			w->credits_out += c->window;
+			w->cache[c->qpn & (PC_ARRAY_SIZE(w->cache) - 1)] = c;
+			STAT_ADD(w, conns, 1);
+			break;
+		case CTL_UP:
+			if (c->state != CONN_ATTACHED)
+				break;
+			if (!c->passive)
+				conn_apply_peer(c);
+			c->state = CONN_UP;
+			if (p->on_conn)
+				p->on_conn((struct pc_conn *)c, PC_CONN_UP, p->arg);
+			if (c->creq)
+				engine_connect_done(c, 0);
+			if (c->backlog)
+				dp_mark_dirty(w, c);
+			break;
+		case CTL_CLOSE:
+			drain_begin(w, c);
+			break;
+		default:
+			pc_err("%s: unexpected control message %u", w->name, cm->kind);
+		}
+	}
+	return n;
+}
+
+void worker_ctl_post(struct conn *c, enum ctl_kind kind)
+{
+	struct ctl_msg *m = &c->ctl[kind];
+
+	m->kind = (uint8_t)kind;
+	m->conn = c;
+	cds_wfcq_node_init(&m->node);
+	/* release: the conn's fields are published with the node (wfcqueue) */
+	cds_wfcq_enqueue(&c->w->ctl_head, &c->w->ctl_tail, &m->node);
+	worker_wake(c->w);
+}
+
+void worker_wake(struct pc_worker *w)
+{
+	uint64_t one = 1;
+
+	/* pairs with the fence in worker_sleep(): a sleeping worker sees our enqueue */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&w->sleeping, memory_order_relaxed))
+		(void)!write(w->efd, &one, sizeof(one));
+}
+
+static bool worker_has_input(struct pc_worker *w)
+{
+	return pc_ring_mpsc_count(w->submit) || !cds_wfcq_empty(&w->ctl_head, &w->ctl_tail) ||
+	       atomic_load(&w->srq_limit) || atomic_load(&w->stop);
+}
+
+/*
+ * Hybrid idle: arm the CQ, re-check everything (a completion or a submission
+ * may have raced with us), then sleep on the completion channel and the
+ * eventfd. Nothing is lost: completions that arrived before the arm are
+ * found by the re-poll, later ones raise the event; submitters write the
+ * eventfd when they see `sleeping` (Dekker pair with worker_wake()).
+ */
+static void worker_sleep(struct pc_worker *w)
+{
+	struct pollfd pfd[2] = { { .fd = w->ch->fd, .events = POLLIN },
+				 { .fd = w->efd, .events = POLLIN } };
+	uint64_t t0, v;
+	int n, i;
+
+	if (ibv_req_notify_cq(w->cq, 0))
+		return;
+	atomic_store(&w->sleeping, 1);
+	atomic_thread_fence(memory_order_seq_cst);
+	n = ibv_poll_cq(w->cq, (int)engine_params(w->e)->poll_batch, w->wc);
+	if (n > 0 || worker_has_input(w) || w->draining) {
+		atomic_store(&w->sleeping, 0);
+		for (i = 0; i < n; i++)
+			dp_handle_wc(w, &w->wc[i]);
+		if (n > 0)
+			STAT_ADD(w, completions, (uint64_t)n);
+		return;
+	}
+	t0 = pc__now_ns();
+	rcu_thread_offline();
+	n = poll(pfd, 2, 1000);
+	rcu_thread_online();
+	atomic_store(&w->sleeping, 0);
+	STAT_ADD(w, sleeps, 1);
+	STAT_ADD(w, sleep_ns, pc__now_ns() - t0);
+	if (n > 0 && (pfd[0].revents & POLLIN)) {
+		struct ibv_cq *cq;
+		void *ctx;
+
+		while (ibv_get_cq_event(w->ch, &cq, &ctx) == 0)
+			w->cq_unacked++;
+		/* ack in batches: ibv_ack_cq_events takes a lock */
+		if (w->cq_unacked >= 64) {
+			ibv_ack_cq_events(w->cq, w->cq_unacked);
+			w->cq_unacked = 0;
+		}
+		STAT_ADD(w, wakeups_cq, 1);
+	}
+	if (n > 0 && (pfd[1].revents & POLLIN)) {
+		(void)!read(w->efd, &v, sizeof(v));
+		STAT_ADD(w, wakeups_submit, 1);
+	}
+}
+
+/* One turn of the loop; returns the amount of work found. */
+static unsigned int worker_turn(struct pc_worker *w, const struct pc_engine_params *p)
+{
+	void *objs[32];
+	unsigned int work, k, i;
+	int n;
+
+	/* 1-2. poll the CQ in a batch, dispatch each completion through wr_id */
+	n = ibv_poll_cq(w->cq, (int)p->poll_batch, w->wc);
+	STAT_ADD(w, polls, 1);
+	if (pc_likely(n > 0)) {
+		for (i = 0; i < (unsigned int)n; i++)
+			dp_handle_wc(w, &w->wc[i]);
+		STAT_ADD(w, completions, (uint64_t)n);
+	} else {
+		if (pc_unlikely(n < 0))
+			pc_err("%s: ibv_poll_cq failed (%d)", w->name, n);
+		STAT_ADD(w, empty_polls, 1);
+		n = 0;
+	}
+	work = (unsigned int)n;
+
+	/* 3. the application's submissions, in bursts */
+	k = pc_ring_mpsc_dequeue_burst(w->submit, objs, PC_ARRAY_SIZE(objs));
+	for (i = 0; i < k; i++)
+		dp_submit(w, objs[i]);
+	work += k;
+	dp_deliver_overflow(w);
+	dp_topup_txfree(w);
+
+	/* 4. one chain, one doorbell, per QP with work */
+	if (w->dirty) {
+		dp_flush(w);
+		work++;
+	}
+
+	/* 5. refill the SRQ in one chained post below the watermark (or on the event) */
+	if (w->srq_outstanding < p->srq_watermark || atomic_load_explicit(&w->srq_limit,
+									 memory_order_relaxed))
+		dp_refill_srq(w, false);
+
+	/* 6. connections added or closing */
+	work += worker_apply_ctl(w);
+	if (w->draining)
+		drain_poll(w);
+	return work;
+}
+
+static void *worker_main(void *arg)
+{
+	struct pc_worker *w = arg;
+	const struct pc_engine_params *p = engine_params(w->e);
+	int ret;
+
+	pc__self_worker = w;
+	pthread_setname_np(pthread_self(), w->name);
+	ret = worker_setup(w);
+	w->setup_err = ret;
+	/* release: setup results are visible to the engine's waiter */
+	atomic_store_explicit(&w->ready, ret ? -1 : 1, memory_order_release);
+	if (ret) {
+		worker_teardown(w);
+		return NULL;
+	}
+	rcu_register_thread();
+	while (!atomic_load_explicit(&w->stop, memory_order_relaxed)) {
+		unsigned int work = worker_turn(w, p);
+
+		STAT_ADD(w, loops, 1);
+		if (work || p->idle != PC_IDLE_HYBRID)
+			w->empty_turns = 0;
+		else if (++w->empty_turns >= p->idle_spins) {
+			w->empty_turns = 0;
+			worker_sleep(w);
+		}
+		/* 7. quiescent state: conns retired before now may be freed */
+		rcu_quiescent_state();
+	}
+	rcu_unregister_thread();
+	worker_teardown(w);
+	return NULL;
+}
+
+int worker_start(struct pc_engine *e, struct pc_worker *w, unsigned int idx, struct pc_dev *dev,
+		 const struct pc_plan_entry *place)
+{
+	int ret;
+
+	w->e = e;
+	w->idx = idx;
+	w->dev = dev;
+	w->place = place;
+	w->efd = -1;
+	w->st.pu = -1;
+	w->st.numa_node = -1;
+	/* pthread names are 15 chars: pc-w<N>-<device>, truncated */
+	snprintf(w->st.name, sizeof(w->st.name), "pc-w%u-%.16s", idx, dev->name);
+	memcpy(w->name, w->st.name, sizeof(w->name) - 1);
+	ret = pthread_create(&w->thread, NULL, worker_main, w);
+	if (ret)
+		return pc_set_error(-ret, "%s: pthread_create: %s", w->name, strerror(ret));
+	/* acquire: pairs with the release in worker_main() */
+	while (!atomic_load_explicit(&w->ready, memory_order_acquire))
+		usleep(1000);
+	if (atomic_load(&w->ready) < 0) {
+		pthread_join(w->thread, NULL);
+		return pc_set_error(w->setup_err ? w->setup_err : -EIO, "%s: setup failed: %s",
+				    w->name, pc_last_error());
+	}
+	return 0;
+}
+
+void worker_stop(struct pc_worker *w)
+{
+	uint64_t one = 1;
+
+	atomic_store(&w->stop, 1);
+	(void)!write(w->efd, &one, sizeof(one));
+	pthread_join(w->thread, NULL);
+}
+
+struct chan *worker_chan(struct pc_worker *w, unsigned int slot)
+{
+	return slot < w->nchans ? &w->chans[slot] : NULL;
+}
+
+int worker_create_qp(struct pc_worker *w, struct conn *c, struct rdma_cm_id *id)
+{
+	const struct pc_engine_params *p = engine_params(w->e);
+	struct ibv_qp_init_attr attr = {
+		.qp_context = c,
+		.send_cq = w->cq,
+		.recv_cq = w->cq,
+		.srq = w->srq,
+		.cap = {
+			.max_send_wr = p->sq_depth,
+			.max_send_sge = 1,
+			.max_inline_data = 64,
+		},
+		.qp_type = IBV_QPT_RC,
+	};
+
+	c->sq.slot = calloc(p->sq_depth, sizeof(*c->sq.slot));
+	c->credit_word = aligned_alloc(PC_CACHELINE, PC_CACHELINE);
+	if (!c->sq.slot || !c->credit_word)
+		return -ENOMEM;
+	memset((void *)c->credit_word, 0, PC_CACHELINE);
+	/* the peer may write exactly these 8 bytes (plus our outgoing copy) */
+	c->credit_mr = ibv_reg_mr(w->dev->pd, (void *)c->credit_word, 2 * sizeof(uint64_t),
+				  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	if (!c->credit_mr)
+		return pc_set_error(pc_neg_errno(-1), "%s: ibv_reg_mr(credit word): %s",
+				    w->dev->name, strerror(errno));
+	if (rdma_create_qp(id, w->dev->pd, &attr))
+		return pc_set_error(pc_neg_errno(-1), "%s port %u: rdma_create_qp on %s: %s",
+				    w->dev->name, id->port_num, w->name, strerror(errno));
+	c->w = w;
+	c->qp = id->qp;
+	c->qpn = id->qp->qp_num;
+	c->max_inline = attr.cap.max_inline_data;
+	c->sq.depth = p->sq_depth;
+	c->sq.mask = p->sq_depth - 1;
+	c->sq.signal_every = p->signal_every;
+	c->window = p->window;
+	c->credit_ctx = (struct wr_ctx){ .kind = WR_CREDIT, .conn = c };
+	c->marker_ctx = (struct wr_ctx){ .kind = WR_MARKER, .conn = c };
+	c->bl_tail = &c->bl_head;
+	c->next_req_id = 1;
+	return 0;
+}
