@@ -11,7 +11,7 @@
 
 #include <infiniband/verbs.h>
 
-#define POOL_REGION_ALIGN 4096
+#define POOL_REGION_ALIGN     4096
 #define POOL_WARN_MAX_INDICES 8
 
 static void *default_alloc(size_t len, size_t align, void *arg)
@@ -32,8 +32,8 @@ static void default_free(void *addr, size_t len, void *arg)
 }
 
 static const struct pc_pool_allocator default_allocator = {
-	.alloc = default_alloc,
-	.free = default_free,
+    .alloc = default_alloc,
+    .free = default_free,
 };
 
 static size_t align_up(size_t x, size_t a)
@@ -47,7 +47,8 @@ static int pool_layout(struct pc_pool *pool, uint32_t nbufs, uint32_t buf_size)
 	size_t stride = align_up(buf_size, PC_CACHELINE);
 
 	if (nbufs > (SIZE_MAX - POOL_REGION_ALIGN) / stride)
-		return pc_set_error(-EINVAL, "pool %s: %u buffers of %u bytes overflow the region size",
+		return pc_set_error(-EINVAL,
+				    "pool %s: %u buffers of %u bytes overflow the region size",
 				    pool->name, nbufs, buf_size);
 	pool->stride = stride;
 	pool->stride_shift = pc_is_pow2(stride) ? __builtin_ctzll(stride) : -1;
@@ -62,11 +63,10 @@ static int pool_register(struct pc_pool *pool, struct ibv_pd *pd, int access)
 	if (!pool->mr) {
 		int err = errno ? errno : EIO;
 
-		return pc_set_error(-err,
-				    "pool %s: ibv_reg_mr of %zu bytes on %s (access 0x%x) failed: %s",
-				    pool->name, pool->region_len,
-				    ibv_get_device_name(pd->context->device), (unsigned int)access,
-				    strerror(err));
+		return pc_set_error(
+		    -err, "pool %s: ibv_reg_mr of %zu bytes on %s (access 0x%x) failed: %s",
+		    pool->name, pool->region_len, ibv_get_device_name(pd->context->device),
+		    (unsigned int)access, strerror(err));
 	}
 	return 0;
 }
@@ -78,7 +78,8 @@ struct pc_pool *pc_pool_create(const struct pc_pool_params *params)
 	uint32_t lkey, i;
 	int err;
 
-	pool = calloc(1, sizeof(*pool) + (size_t)nbufs * (sizeof(struct pc_buf) + sizeof(uint32_t)));
+	pool =
+	    calloc(1, sizeof(*pool) + (size_t)nbufs * (sizeof(struct pc_buf) + sizeof(uint32_t)));
 	if (!pool) {
 		pc_set_error(-ENOMEM, "pool %s: cannot allocate descriptors for %u buffers",
 			     params->name ? params->name : "(unnamed)", nbufs);
@@ -97,7 +98,8 @@ struct pc_pool *pc_pool_create(const struct pc_pool_params *params)
 		goto err_free_pool;
 
 	errno = 0;
-	pool->base = pool->allocator.alloc(pool->region_len, POOL_REGION_ALIGN, pool->allocator.arg);
+	pool->base =
+	    pool->allocator.alloc(pool->region_len, POOL_REGION_ALIGN, pool->allocator.arg);
 	if (!pool->base) {
 		err = pc_set_error(errno ? -errno : -ENOMEM,
 				   "pool %s: allocator failed for %zu bytes: %s", pool->name,
@@ -105,8 +107,9 @@ struct pc_pool *pc_pool_create(const struct pc_pool_params *params)
 		goto err_free_pool;
 	}
 	if ((uintptr_t)pool->base % POOL_REGION_ALIGN) {
-		err = pc_set_error(-EINVAL, "pool %s: allocator returned %p, not aligned to %d bytes",
-				   pool->name, (void *)pool->base, POOL_REGION_ALIGN);
+		err =
+		    pc_set_error(-EINVAL, "pool %s: allocator returned %p, not aligned to %d bytes",
+				 pool->name, (void *)pool->base, POOL_REGION_ALIGN);
 		goto err_free_region;
 	}
 	if (params->pd) {
@@ -155,7 +158,8 @@ static void report_outstanding(const struct pc_pool *pool, uint32_t in_use)
 	for (i = 0; i < pool->nbufs && shown < POOL_WARN_MAX_INDICES; i++) {
 		if (pool->bufs[i].state != PC_BUF_IN_USE)
 			continue;
-		len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%u", shown ? " " : "", i);
+		len +=
+		    (size_t)snprintf(list + len, sizeof(list) - len, "%s%u", shown ? " " : "", i);
 		shown++;
 	}
 	pc_warn("pool %s: destroyed with %u of %u buffers still outstanding (indices: %s%s)",

@@ -46,7 +46,7 @@ static void test_free_fn(void *addr, size_t len, void *arg)
 
 static struct pc_pool *make_pool(uint32_t nbufs, uint32_t buf_size)
 {
-	struct pc_pool_params p = { .name = "test", .nbufs = nbufs, .buf_size = buf_size };
+	struct pc_pool_params p = {.name = "test", .nbufs = nbufs, .buf_size = buf_size};
 	struct pc_pool *pool = pc_pool_create(&p);
 
 	ck_assert_msg(pool != NULL, "pc_pool_create: %s", pc_last_error());
@@ -172,7 +172,7 @@ END_TEST
 /* _i = 0: power-of-two size (shift); _i = 1: 1500 bytes, stride 1536 (division, padding). */
 START_TEST(from_addr)
 {
-	static const uint32_t sizes[] = { 4096, 1500 };
+	static const uint32_t sizes[] = {4096, 1500};
 	uint32_t size = sizes[_i];
 	struct pc_pool *pool = make_pool(NBUFS, size);
 	char *base = pool->bufs[0].addr;
@@ -202,9 +202,10 @@ END_TEST
 
 START_TEST(custom_allocator)
 {
-	struct test_alloc ta = { 0 };
-	struct pc_pool_allocator al = { test_alloc_fn, test_free_fn, &ta };
-	struct pc_pool_params p = { .name = "custom", .nbufs = 5, .buf_size = 1000, .allocator = &al };
+	struct test_alloc ta = {0};
+	struct pc_pool_allocator al = {test_alloc_fn, test_free_fn, &ta};
+	struct pc_pool_params p = {
+	    .name = "custom", .nbufs = 5, .buf_size = 1000, .allocator = &al};
 	struct pc_pool *pool = pc_pool_create(&p);
 	void *region;
 
@@ -226,9 +227,9 @@ END_TEST
 
 START_TEST(allocator_failures)
 {
-	struct test_alloc ta = { .fail = 1 };
-	struct pc_pool_allocator al = { test_alloc_fn, test_free_fn, &ta };
-	struct pc_pool_params p = { .name = "w3-recv", .nbufs = 4, .buf_size = 64, .allocator = &al };
+	struct test_alloc ta = {.fail = 1};
+	struct pc_pool_allocator al = {test_alloc_fn, test_free_fn, &ta};
+	struct pc_pool_params p = {.name = "w3-recv", .nbufs = 4, .buf_size = 64, .allocator = &al};
 
 	errno = 0;
 	ck_assert_ptr_null(pc_pool_create(&p));
@@ -237,7 +238,7 @@ START_TEST(allocator_failures)
 	ck_assert_int_eq(ta.allocs, 1);
 	ck_assert_int_eq(ta.frees, 0);
 
-	ta = (struct test_alloc){ .misalign = 1 };
+	ta = (struct test_alloc){.misalign = 1};
 	errno = 0;
 	ck_assert_ptr_null(pc_pool_create(&p));
 	ck_assert_int_eq(errno, EINVAL);
@@ -250,18 +251,19 @@ END_TEST
 
 START_TEST(bad_params)
 {
-	struct test_alloc ta = { 0 };
-	struct pc_pool_allocator al = { test_alloc_fn, test_free_fn, &ta };
-	struct pc_pool_params p = { .nbufs = 0, .buf_size = 64, .allocator = &al };
+	struct test_alloc ta = {0};
+	struct pc_pool_allocator al = {test_alloc_fn, test_free_fn, &ta};
+	struct pc_pool_params p = {.nbufs = 0, .buf_size = 64, .allocator = &al};
 
 	errno = 0;
 	ck_assert_ptr_null(pc_pool_create(&p));
 	ck_assert_int_eq(errno, EINVAL);
-	p = (struct pc_pool_params){ .nbufs = 4, .buf_size = 0, .allocator = &al };
+	p = (struct pc_pool_params){.nbufs = 4, .buf_size = 0, .allocator = &al};
 	errno = 0;
 	ck_assert_ptr_null(pc_pool_create(&p));
 	ck_assert_int_eq(errno, EINVAL);
-	ck_assert_ptr_nonnull(strstr(pc_last_error(), "pool (unnamed): nbufs (4) and buf_size (0)"));
+	ck_assert_ptr_nonnull(
+	    strstr(pc_last_error(), "pool (unnamed): nbufs (4) and buf_size (0)"));
 	ck_assert_int_eq(ta.allocs, 0);
 }
 END_TEST

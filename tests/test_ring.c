@@ -27,42 +27,42 @@ struct ring_ops {
 	int (*indices_lock_free)(void *r);
 };
 
-#define RING_OPS(kind)                                                                            \
-	static void *kind##_create(unsigned int c)                                                \
-	{                                                                                         \
-		return pc_ring_##kind##_create(c);                                                \
-	}                                                                                         \
-	static int kind##_init(void *m, unsigned int c)                                           \
-	{                                                                                         \
-		return pc_ring_##kind##_init(m, c);                                               \
-	}                                                                                         \
-	static void kind##_destroy(void *r)                                                       \
-	{                                                                                         \
-		pc_ring_##kind##_destroy(r);                                                      \
-	}                                                                                         \
-	static unsigned int kind##_enqueue_burst(void *r, void *const *o, unsigned int n)         \
-	{                                                                                         \
-		return pc_ring_##kind##_enqueue_burst(r, o, n);                                   \
-	}                                                                                         \
-	static int kind##_enqueue(void *r, void *o)                                               \
-	{                                                                                         \
-		return pc_ring_##kind##_enqueue(r, o);                                            \
-	}                                                                                         \
-	static unsigned int kind##_dequeue_burst(void *r, void **o, unsigned int n)               \
-	{                                                                                         \
-		return pc_ring_##kind##_dequeue_burst(r, o, n);                                   \
-	}                                                                                         \
-	static unsigned int kind##_count(void *r)                                                 \
-	{                                                                                         \
-		return pc_ring_##kind##_count(r);                                                 \
-	}                                                                                         \
-	static unsigned int kind##_free_count(void *r)                                            \
-	{                                                                                         \
-		return pc_ring_##kind##_free_count(r);                                            \
-	}                                                                                         \
-	static void kind##_stats(void *r, struct pc_ring_stats *st)                               \
-	{                                                                                         \
-		pc_ring_##kind##_stats(r, st);                                                    \
+#define RING_OPS(kind)                                                                             \
+	static void *kind##_create(unsigned int c)                                                 \
+	{                                                                                          \
+		return pc_ring_##kind##_create(c);                                                 \
+	}                                                                                          \
+	static int kind##_init(void *m, unsigned int c)                                            \
+	{                                                                                          \
+		return pc_ring_##kind##_init(m, c);                                                \
+	}                                                                                          \
+	static void kind##_destroy(void *r)                                                        \
+	{                                                                                          \
+		pc_ring_##kind##_destroy(r);                                                       \
+	}                                                                                          \
+	static unsigned int kind##_enqueue_burst(void *r, void *const *o, unsigned int n)          \
+	{                                                                                          \
+		return pc_ring_##kind##_enqueue_burst(r, o, n);                                    \
+	}                                                                                          \
+	static int kind##_enqueue(void *r, void *o)                                                \
+	{                                                                                          \
+		return pc_ring_##kind##_enqueue(r, o);                                             \
+	}                                                                                          \
+	static unsigned int kind##_dequeue_burst(void *r, void **o, unsigned int n)                \
+	{                                                                                          \
+		return pc_ring_##kind##_dequeue_burst(r, o, n);                                    \
+	}                                                                                          \
+	static unsigned int kind##_count(void *r)                                                  \
+	{                                                                                          \
+		return pc_ring_##kind##_count(r);                                                  \
+	}                                                                                          \
+	static unsigned int kind##_free_count(void *r)                                             \
+	{                                                                                          \
+		return pc_ring_##kind##_free_count(r);                                             \
+	}                                                                                          \
+	static void kind##_stats(void *r, struct pc_ring_stats *st)                                \
+	{                                                                                          \
+		pc_ring_##kind##_stats(r, st);                                                     \
 	}
 RING_OPS(spsc)
 RING_OPS(mpsc)
@@ -83,19 +83,19 @@ static int mpsc_lock_free(void *p)
 	       atomic_is_lock_free(&r->cons.head) && atomic_is_lock_free(&r->slots[0].seq);
 }
 
-#define OPS_ENTRY(kind, label)                                                                    \
-	{                                                                                         \
-		.name = label, .memsize = pc_ring_##kind##_memsize, .create = kind##_create,      \
-		.init = kind##_init, .destroy = kind##_destroy,                                   \
-		.enqueue_burst = kind##_enqueue_burst, .enqueue = kind##_enqueue,                 \
-		.dequeue_burst = kind##_dequeue_burst, .count = kind##_count,                     \
-		.free_count = kind##_free_count, .stats = kind##_stats,                           \
-		.indices_lock_free = kind##_lock_free,                                            \
+#define OPS_ENTRY(kind, label)                                                                     \
+	{                                                                                          \
+		.name = label, .memsize = pc_ring_##kind##_memsize, .create = kind##_create,       \
+		.init = kind##_init, .destroy = kind##_destroy,                                    \
+		.enqueue_burst = kind##_enqueue_burst, .enqueue = kind##_enqueue,                  \
+		.dequeue_burst = kind##_dequeue_burst, .count = kind##_count,                      \
+		.free_count = kind##_free_count, .stats = kind##_stats,                            \
+		.indices_lock_free = kind##_lock_free,                                             \
 	}
 
 static const struct ring_ops ops_table[] = {
-	OPS_ENTRY(spsc, "spsc"),
-	OPS_ENTRY(mpsc, "mpsc"),
+    OPS_ENTRY(spsc, "spsc"),
+    OPS_ENTRY(mpsc, "mpsc"),
 };
 
 #define V(x) ((void *)(uintptr_t)(x))
@@ -111,8 +111,8 @@ static unsigned long full_of(const struct ring_ops *ops, void *r)
 START_TEST(bad_capacity)
 {
 	const struct ring_ops *ops = &ops_table[_i];
-	static const unsigned int bad[] = { 0, 3, 6, 100, 1000, PC_RING_MAX_CAPACITY * 2U,
-					    PC_RING_MAX_CAPACITY + 1, 0xffffffffU };
+	static const unsigned int bad[] = {
+	    0, 3, 6, 100, 1000, PC_RING_MAX_CAPACITY * 2U, PC_RING_MAX_CAPACITY + 1, 0xffffffffU};
 	size_t i;
 
 	for (i = 0; i < PC_ARRAY_SIZE(bad); i++) {
@@ -268,14 +268,18 @@ END_TEST
 
 /* ------------------------------------------------------------------ stress */
 
-#define SPSC_VALUES 2000000UL
+#define SPSC_VALUES    2000000UL
 #define MPSC_PRODUCERS 4
-#define MPSC_VALUES 250000UL /* per producer */
-#define BURST_MAX 32
+#define MPSC_VALUES    250000UL /* per producer */
+#define BURST_MAX      32
+
+/* Stress tests fail through Check (not a meson kill) if the rings deadlock. */
+#define STRESS_TIMEOUT_S 240
 
 struct spsc_ctx {
 	struct pc_ring_spsc *r;
 	unsigned long partial;
+	atomic_int done;
 };
 
 static void *spsc_producer(void *arg)
@@ -297,12 +301,13 @@ static void *spsc_producer(void *arg)
 				sched_yield();
 		}
 	}
+	atomic_store(&c->done, 1);
 	return NULL;
 }
 
 START_TEST(spsc_stress)
 {
-	struct spsc_ctx c = { .r = pc_ring_spsc_create(256) };
+	struct spsc_ctx c = {.r = pc_ring_spsc_create(256), .done = 0};
 	void *out[BURST_MAX];
 	unsigned long expect = 1, empty = 0;
 	unsigned int i, got;
@@ -311,8 +316,12 @@ START_TEST(spsc_stress)
 	ck_assert_ptr_nonnull(c.r);
 	ck_assert_int_eq(pthread_create(&t, NULL, spsc_producer, &c), 0);
 	while (expect <= SPSC_VALUES) {
+		int done = atomic_load(&c.done);
+
 		got = pc_ring_spsc_dequeue_burst(c.r, out, 1 + (unsigned int)(expect % BURST_MAX));
 		if (got == 0) {
+			ck_assert_msg(!done, "producer finished but value %lu never arrived",
+				      expect);
 			empty++;
 			sched_yield();
 			continue;
@@ -335,6 +344,7 @@ struct mpsc_producer {
 	struct pc_ring_mpsc *r;
 	unsigned int id;
 	unsigned long partial;
+	atomic_int *done;
 	pthread_t thread;
 };
 
@@ -357,6 +367,7 @@ static void *mpsc_produce(void *arg)
 			sched_yield();
 		}
 	}
+	atomic_fetch_add(p->done, 1);
 	return NULL;
 }
 
@@ -365,18 +376,24 @@ START_TEST(mpsc_stress)
 	struct pc_ring_mpsc *r = pc_ring_mpsc_create(64);
 	struct mpsc_producer prod[MPSC_PRODUCERS];
 	unsigned long next[MPSC_PRODUCERS], total = 0, partial = 0;
+	atomic_int done = 0;
 	void *out[BURST_MAX];
 	unsigned int i, got;
 
 	ck_assert_ptr_nonnull(r);
 	for (i = 0; i < MPSC_PRODUCERS; i++) {
-		prod[i] = (struct mpsc_producer){ .r = r, .id = i };
+		prod[i] = (struct mpsc_producer){.r = r, .id = i, .done = &done};
 		next[i] = 1;
 		ck_assert_int_eq(pthread_create(&prod[i].thread, NULL, mpsc_produce, &prod[i]), 0);
 	}
 	while (total < MPSC_PRODUCERS * MPSC_VALUES) {
+		int finished = atomic_load(&done);
+
 		got = pc_ring_mpsc_dequeue_burst(r, out, 1 + (unsigned int)(total % BURST_MAX));
 		if (got == 0) {
+			ck_assert_msg(finished < MPSC_PRODUCERS,
+				      "all producers finished but only %lu of %lu values arrived",
+				      total, MPSC_PRODUCERS * MPSC_VALUES);
 			sched_yield();
 			continue;
 		}
@@ -420,6 +437,7 @@ static Suite *ring_suite(void)
 	tcase_add_loop_test(tc, init_caller_memory, 0, n);
 	suite_add_tcase(s, tc);
 
+	tcase_set_timeout(mt, STRESS_TIMEOUT_S);
 	tcase_add_test(mt, spsc_stress);
 	tcase_add_test(mt, mpsc_stress);
 	suite_add_tcase(s, mt);

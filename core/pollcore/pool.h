@@ -65,6 +65,8 @@ struct pc_buf {
 	uint8_t state;
 };
 
+static_assert(sizeof(struct pc_buf) == 32, "two buffer descriptors per cache line");
+
 /**
  * struct pc_pool_allocator - where the pool's region comes from.
  * @alloc: return @len bytes aligned to @align (4096), or NULL with errno set.

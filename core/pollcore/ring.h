@@ -65,9 +65,9 @@ static inline ssize_t pc__ring_memsize(const char *type, unsigned int capacity, 
 				       size_t slot_size)
 {
 	if (!pc_is_pow2(capacity) || capacity > PC_RING_MAX_CAPACITY)
-		return pc_set_error(-EINVAL,
-				    "%s ring capacity %u is invalid: must be a power of two from 1 to %u",
-				    type, capacity, PC_RING_MAX_CAPACITY);
+		return pc_set_error(
+		    -EINVAL, "%s ring capacity %u is invalid: must be a power of two from 1 to %u",
+		    type, capacity, PC_RING_MAX_CAPACITY);
 	return (ssize_t)(hdr_size + (size_t)capacity * slot_size);
 }
 
@@ -78,8 +78,8 @@ static inline void *pc__ring_alloc(const char *type, unsigned int capacity, size
 	int ret = posix_memalign(&mem, PC_CACHELINE, size);
 
 	if (ret) {
-		pc_set_error(-ret, "cannot allocate %zu bytes for a %s ring of %u slots", size, type,
-			     capacity);
+		pc_set_error(-ret, "cannot allocate %zu bytes for a %s ring of %u slots", size,
+			     type, capacity);
 		errno = ret;
 		return NULL;
 	}
@@ -137,12 +137,12 @@ struct pc_ring_spsc {
 
 static_assert(offsetof(struct pc_ring_spsc, prod) == 0, "producer line first");
 static_assert(offsetof(struct pc_ring_spsc, cons) % PC_CACHELINE == 0 &&
-		      offsetof(struct pc_ring_spsc, cons) >=
-			      offsetof(struct pc_ring_spsc, prod) + PC_CACHELINE,
+		  offsetof(struct pc_ring_spsc, cons) >=
+		      offsetof(struct pc_ring_spsc, prod) + PC_CACHELINE,
 	      "SPSC producer and consumer indices must be on separate cache lines");
 static_assert(offsetof(struct pc_ring_spsc, slots) % PC_CACHELINE == 0 &&
-		      offsetof(struct pc_ring_spsc, slots) >=
-			      offsetof(struct pc_ring_spsc, cons) + PC_CACHELINE,
+		  offsetof(struct pc_ring_spsc, slots) >=
+		      offsetof(struct pc_ring_spsc, cons) + PC_CACHELINE,
 	      "SPSC slots must not share the consumer's cache line");
 
 /**
@@ -242,15 +242,15 @@ static inline unsigned int pc_ring_spsc_enqueue_burst(struct pc_ring_spsc *r, vo
 	unsigned long idx, first;
 
 	if (pc_unlikely(room < n)) {
-		/* acquire: the consumer's reads of slots it freed happen before we overwrite them */
+		/* acquire: consumer's reads of freed slots happen before we overwrite them */
 		r->prod.head_cache = atomic_load_explicit(&r->cons.head, memory_order_acquire);
 		room = mask + 1 - (tail - r->prod.head_cache);
 		if (room < n) {
 			n = (unsigned int)room;
-			atomic_store_explicit(&r->prod.full,
-					      atomic_load_explicit(&r->prod.full,
-								   memory_order_relaxed) + 1,
-					      memory_order_relaxed);
+			atomic_store_explicit(
+			    &r->prod.full,
+			    atomic_load_explicit(&r->prod.full, memory_order_relaxed) + 1,
+			    memory_order_relaxed);
 		}
 	}
 	if (pc_unlikely(n == 0))
@@ -327,7 +327,7 @@ static inline unsigned int pc_ring_spsc_dequeue_burst(struct pc_ring_spsc *r, vo
  */
 static inline unsigned int pc_ring_spsc_count(const struct pc_ring_spsc *r)
 {
-	/* acquire: the consumer saw tail >= head before publishing head, so our tail load does too */
+	/* acquire: consumer saw tail >= head before publishing head; so does our tail load */
 	unsigned long head = atomic_load_explicit(&r->cons.head, memory_order_acquire);
 	unsigned long tail = atomic_load_explicit(&r->prod.tail, memory_order_relaxed);
 
@@ -416,12 +416,12 @@ struct pc_ring_mpsc {
 
 static_assert(offsetof(struct pc_ring_mpsc, prod) == 0, "producer line first");
 static_assert(offsetof(struct pc_ring_mpsc, cons) % PC_CACHELINE == 0 &&
-		      offsetof(struct pc_ring_mpsc, cons) >=
-			      offsetof(struct pc_ring_mpsc, prod) + PC_CACHELINE,
+		  offsetof(struct pc_ring_mpsc, cons) >=
+		      offsetof(struct pc_ring_mpsc, prod) + PC_CACHELINE,
 	      "MPSC producer and consumer indices must be on separate cache lines");
 static_assert(offsetof(struct pc_ring_mpsc, slots) % PC_CACHELINE == 0 &&
-		      offsetof(struct pc_ring_mpsc, slots) >=
-			      offsetof(struct pc_ring_mpsc, cons) + PC_CACHELINE,
+		  offsetof(struct pc_ring_mpsc, slots) >=
+		      offsetof(struct pc_ring_mpsc, cons) + PC_CACHELINE,
 	      "MPSC slots must not share the consumer's cache line");
 static_assert(PC_CACHELINE % sizeof(struct pc__ring_slot) == 0,
 	      "MPSC slots must not straddle cache lines");
@@ -544,11 +544,11 @@ static inline unsigned int pc_ring_mpsc_enqueue_burst(struct pc_ring_mpsc *r, vo
 	if (pc_unlikely(n == 0))
 		return 0;
 	for (;;) {
-		/* acquire: chains to the consumer's release of cons.head via the refreshing producer */
+		/* acquire: chains to consumer's release of cons.head via the refresher */
 		cons = atomic_load_explicit(&r->prod.cons_cache, memory_order_acquire);
 		room = pc__ring_mpsc_room(mask, head, cons);
 		if (pc_unlikely(room < n)) {
-			/* acquire: the consumer's reads of freed slots happen before we overwrite */
+			/* acquire: consumer's reads of freed slots happen before we overwrite */
 			cons = atomic_load_explicit(&r->cons.head, memory_order_acquire);
 			/* release: hand that ordering on to producers that use the cached value */
 			atomic_store_explicit(&r->prod.cons_cache, cons, memory_order_release);
@@ -556,8 +556,8 @@ static inline unsigned int pc_ring_mpsc_enqueue_burst(struct pc_ring_mpsc *r, vo
 		}
 		k = (unsigned int)PC_MIN((unsigned long)n, room);
 		if (pc_unlikely(k == 0)) {
-			unsigned long now = atomic_load_explicit(&r->prod.head,
-								 memory_order_relaxed);
+			unsigned long now =
+			    atomic_load_explicit(&r->prod.head, memory_order_relaxed);
 
 			if (now == head)
 				break; /* really full */
@@ -565,9 +565,8 @@ static inline unsigned int pc_ring_mpsc_enqueue_burst(struct pc_ring_mpsc *r, vo
 			continue;
 		}
 		/* relaxed: only reserves positions; slot contents are published by seq below */
-		if (atomic_compare_exchange_weak_explicit(&r->prod.head, &head, head + k,
-							  memory_order_relaxed,
-							  memory_order_relaxed))
+		if (atomic_compare_exchange_weak_explicit(
+			&r->prod.head, &head, head + k, memory_order_relaxed, memory_order_relaxed))
 			break;
 	}
 	for (i = 0; i < k; i++) {
@@ -641,7 +640,7 @@ static inline unsigned int pc_ring_mpsc_dequeue_burst(struct pc_ring_mpsc *r, vo
  */
 static inline unsigned int pc_ring_mpsc_count(const struct pc_ring_mpsc *r)
 {
-	/* acquire: positions the consumer passed were reserved before, so our head load sees them */
+	/* acquire: positions the consumer passed were reserved; our head load sees them */
 	unsigned long cons = atomic_load_explicit(&r->cons.head, memory_order_acquire);
 	unsigned long head = atomic_load_explicit(&r->prod.head, memory_order_relaxed);
 
