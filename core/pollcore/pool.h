@@ -23,8 +23,10 @@
  * happens-before edge). Buffers lent to application threads come back to
  * the owner (e.g. through an MPSC ring) and the owner puts them.
  *
- * Fields of struct pc_pool are private to pool.h and pool.c; use the
- * functions. struct pc_buf fields are read-only for users except @len.
+ * Fields of struct pc_pool are private to pool.h and pool.c, except that
+ * bufs[0 .. nbufs - 1] (the descriptors in index order) may be read, e.g. to
+ * build per-buffer side tables at setup. struct pc_buf fields are read-only
+ * for users except @len.
  */
 #ifndef POLLCORE_POOL_H
 #define POLLCORE_POOL_H
