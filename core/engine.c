@@ -11,8 +11,22 @@
 #include <string.h>
 #include <unistd.h>
 
-__thread int pc__app_slot = -1;
-__thread struct pc_engine *pc__app_engine;
+/* The app slots this thread is attached to, one per engine (few engines per process). */
+#define APP_BINDINGS 4
+static __thread struct {
+	struct pc_engine *e;
+	int slot;
+} app_binding[APP_BINDINGS];
+
+static int app_slot(const struct pc_engine *e)
+{
+	unsigned int i;
+
+	for (i = 0; i < APP_BINDINGS; i++)
+		if (app_binding[i].e == e)
+			return app_binding[i].slot;
+	return -1;
+}
 
 const struct pc_engine_params *engine_params(const struct pc_engine *e)
 {
@@ -242,11 +256,12 @@ struct pc_msg *pc_msg_alloc(struct pc_conn *pconn)
 	struct pc_worker *w = c->w;
 	struct msg *m = NULL;
 	void *obj;
+	int slot;
 
 	if (pc__self_worker == w) {
 		m = dp_tx_alloc(w);
-	} else if (pc__app_slot >= 0 && pc__app_engine == c->e) {
-		if (pc_ring_spsc_dequeue_burst(w->chans[pc__app_slot].txfree, &obj, 1))
+	} else if ((slot = app_slot(c->e)) >= 0) {
+		if (pc_ring_spsc_dequeue_burst(w->chans[slot].txfree, &obj, 1))
 			m = obj;
 	} else {
 		pc_set_error(-EPERM, "pc_msg_alloc: call pc_app_attach() on this thread first");
@@ -369,26 +384,35 @@ void pc_mem_dereg(void *handle)
 int pc_app_attach(struct pc_engine *e, unsigned int idx)
 {
 	int expected = 0;
+	unsigned int i;
 
+	if (app_slot(e) >= 0)
+		return pc_set_error(-EALREADY, "this thread is already attached to slot %d",
+				    app_slot(e));
+	for (i = 0; i < APP_BINDINGS && app_binding[i].e; i++)
+		;
+	if (i == APP_BINDINGS)
+		return pc_set_error(-ENOSPC, "a thread can attach to at most %d engines",
+				    APP_BINDINGS);
 	if (idx >= e->p.app_threads)
 		return pc_set_error(-EINVAL, "app slot %u: the engine has %u", idx,
 				    e->p.app_threads);
 	if (!atomic_compare_exchange_strong(&e->slot_taken[idx], &expected, 1))
 		return pc_set_error(-EBUSY, "app slot %u is taken by another thread", idx);
-	pc__app_slot = (int)idx;
-	pc__app_engine = e;
+	app_binding[i].e = e;
+	app_binding[i].slot = (int)idx;
 	return 0;
 }
 
-unsigned int pc_app_poll(struct pc_msg **msgs, unsigned int n)
+unsigned int pc_app_poll(struct pc_engine *e, struct pc_msg **msgs, unsigned int n)
 {
-	struct pc_engine *e = pc__app_engine;
+	int slot = app_slot(e);
 	unsigned int got = 0, i;
 
-	if (!e || pc__app_slot < 0 || e->p.handoff != PC_HANDOFF_RING)
+	if (slot < 0 || e->p.handoff != PC_HANDOFF_RING)
 		return 0;
 	for (i = 0; i < e->nworkers && got < n; i++) {
-		struct chan *ch = &e->workers[i].chans[pc__app_slot];
+		struct chan *ch = &e->workers[i].chans[slot];
 
 		got += pc_ring_spsc_dequeue_burst(ch->to_app, (void **)msgs + got, n - got);
 	}

@@ -44,10 +44,6 @@ struct pc_engine {
 	atomic_int *slot_taken;
 };
 
-/* The app slot attached to this thread (pc_app_attach), or -1. */
-extern __thread int pc__app_slot;
-extern __thread struct pc_engine *pc__app_engine;
-
 /* cm.c */
 int cm_start(struct pc_engine *e);
 void cm_stop(struct pc_engine *e);

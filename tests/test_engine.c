@@ -9,6 +9,9 @@
 #include <pollcore/verbs.h>
 
 #include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <sys/wait.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,6 +147,7 @@ struct cli_conn {
 	atomic_uint received;
 	atomic_uint bad;
 	atomic_uint down;
+	atomic_uint expect_rpc;
 };
 
 static struct cli_conn cc[MAXC];
@@ -165,6 +169,11 @@ static void cli_check(struct pc_msg *m)
 
 	if (check(m->data, m->len, &conn, &seq) || conn != x->id ||
 	    seq != atomic_load(&x->next_expected))
+		atomic_fetch_add(&x->bad, 1);
+	/* pc_call numbers requests 1, 2, ... per connection */
+	if (m->type == PC_MSG_RESPONSE && m->req_id != (uint64_t)seq + 1)
+		atomic_fetch_add(&x->bad, 1);
+	if (atomic_load(&x->expect_rpc) && m->type != PC_MSG_RESPONSE)
 		atomic_fetch_add(&x->bad, 1);
 	atomic_store(&x->next_expected, seq + 1);
 	atomic_fetch_add(&x->received, 1);
@@ -270,14 +279,505 @@ START_TEST(test_connect_echo)
 }
 END_TEST
 
-int main(void)
+/* 100,000 messages over 4 connections on 2 workers per side, through the SRQ. */
+START_TEST(test_seq_100k_two_workers)
+{
+	const uint32_t per = 25000;
+	struct pc_conn_info info[4];
+	struct pc_worker_stats ws;
+	struct pc_engine *srv, *cli;
+	uint64_t t0, total = 0;
+	unsigned int i, on_w0 = 0;
+	uint16_t port;
+
+	srv = server_start(2, &port);
+	cli = client_start(PC_HANDOFF_HANDLER, 2, 1);
+	ck_assert_int_eq(pc_app_attach(cli, 0), 0);
+	client_connect(cli, port, 4);
+	t0 = now_ms();
+	for (i = 0; i < 4; i++)
+		send_seq(i, per, 32 + i * 40, false);
+	wait_received(4, per, 600);
+	for (i = 0; i < 4; i++) {
+		pc_conn_info(cc[i].conn, &info[i]);
+		ck_assert_uint_eq(info[i].msgs_sent, per);
+		ck_assert_uint_eq(info[i].msgs_recv, per);
+		on_w0 += info[i].worker == 0;
+	}
+	/* least-loaded placement spreads them over both workers */
+	ck_assert_uint_eq(on_w0, 2);
+	ck_assert_uint_eq(atomic_load(&srv_msgs), 4 * per);
+	for (i = 0; i < 2; i++) {
+		ck_assert_int_eq(pc_engine_stats(srv, i, &ws), 0);
+		ck_assert_uint_eq(ws.conns, 2);
+		ck_assert_uint_eq(ws.wc_errors, 0);
+		total += ws.rx_msgs;
+	}
+	ck_assert_uint_eq(total, 4 * per);
+	printf("100k: %u messages echoed in %llu ms\n", 4 * per,
+	       (unsigned long long)(now_ms() - t0));
+	pc_engine_print_stats(srv, stdout);
+	pc_engine_print_stats(cli, stdout);
+	pc_engine_destroy(cli);
+	pc_engine_destroy(srv);
+}
+END_TEST
+
+/* Request/response with ids and a window of requests in flight. */
+START_TEST(test_rpc)
+{
+	struct pc_conn_info info;
+	struct pc_engine *srv, *cli;
+	uint16_t port;
+	unsigned int i;
+
+	srv = server_start(1, &port);
+	cli = client_start(PC_HANDOFF_HANDLER, 1, 1);
+	ck_assert_int_eq(pc_app_attach(cli, 0), 0);
+	client_connect(cli, port, 2);
+	for (i = 0; i < 2; i++)
+		atomic_store(&cc[i].expect_rpc, 1);
+	for (i = 0; i < 2; i++)
+		send_seq(i, 3000, 100, true);
+	wait_received(2, 3000, 300);
+	for (i = 0; i < 2; i++) {
+		pc_conn_info(cc[i].conn, &info);
+		ck_assert_uint_eq(info.inflight_req, 0);
+		ck_assert_uint_eq(info.msgs_recv, 3000);
+	}
+	pc_engine_destroy(cli);
+	pc_engine_destroy(srv);
+}
+END_TEST
+
+/* --- one-sided operations ------------------------------------------------------------------- */
+
+static struct pc_conn *srv_conn_last;
+
+static void srv_on_conn_keep(struct pc_conn *c, enum pc_conn_event ev, void *arg)
+{
+	if (ev == PC_CONN_UP)
+		__atomic_store_n(&srv_conn_last, c, __ATOMIC_RELEASE);
+	srv_on_conn(c, ev, arg);
+}
+
+struct my_op {
+	struct pc_op op;
+	atomic_int done;
+	int status;
+	char why[512];
+};
+
+static void op_done(struct pc_op *op, int status)
+{
+	struct my_op *o = pc_container_of(op, struct my_op, op);
+
+	o->status = status;
+	if (status)
+		snprintf(o->why, sizeof(o->why), "%s", pc_last_error());
+	atomic_store(&o->done, 1);
+}
+
+static int run_op(struct pc_conn *c, struct my_op *o)
+{
+	uint64_t end = now_ms() + 20000;
+
+	atomic_store(&o->done, 0);
+	o->op.done = op_done;
+	ck_assert_int_eq(pc_rdma(c, &o->op), 0);
+	while (!atomic_load(&o->done) && now_ms() < end)
+		usleep(100);
+	ck_assert_msg(atomic_load(&o->done), "operation never completed");
+	return o->status;
+}
+
+START_TEST(test_rdma_write_read)
+{
+	struct pc_engine_params sp = {
+		.on_conn = srv_on_conn_keep, .on_msg = srv_on_msg, .no_numa = true,
+	};
+	const size_t len = 256 * 1024;
+	uint8_t *remote = aligned_alloc(4096, len), *src = aligned_alloc(4096, len);
+	uint8_t *dst = aligned_alloc(4096, len);
+	uint32_t rlkey, rrkey, slkey, srkey, dlkey, drkey;
+	void *rmr, *smr, *dmr;
+	struct pc_engine *srv, *cli;
+	struct my_op o = { 0 };
+	struct pc_conn *sc;
+	uint64_t end;
+	size_t i;
+
+	atomic_store(&srv_up, 0);
+	atomic_store(&srv_down, 0);
+	srv_conn_last = NULL;
+	srv = pc_engine_create(&sp);
+	ck_assert_ptr_nonnull(srv);
+	ck_assert_int_eq(pc_listen(srv, addr(), 0), 0);
+	cli = client_start(PC_HANDOFF_HANDLER, 1, 1);
+	ck_assert_int_eq(pc_app_attach(cli, 0), 0);
+	client_connect(cli, pc_listen_port(srv), 2);
+	end = now_ms() + 10000;
+	while (atomic_load(&srv_up) < 2 && now_ms() < end)
+		usleep(1000);
+	sc = __atomic_load_n(&srv_conn_last, __ATOMIC_ACQUIRE);
+	ck_assert_ptr_nonnull(sc);
+
+	memset(remote, 0, len);
+	for (i = 0; i < len; i++)
+		src[i] = (uint8_t)(i * 131 + 7);
+	memset(dst, 0xee, len);
+	/* the target grants remote access; the local buffers only what they need */
+	rmr = pc_mem_reg(sc, remote, len,
+			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
+			 &rlkey, &rrkey);
+	smr = pc_mem_reg(cc[0].conn, src, len, 0, &slkey, &srkey);
+	dmr = pc_mem_reg(cc[0].conn, dst, len, IBV_ACCESS_LOCAL_WRITE, &dlkey, &drkey);
+	ck_assert(rmr && smr && dmr);
+
+	o.op = (struct pc_op){ .code = PC_OP_WRITE, .local = src, .lkey = slkey, .len = (uint32_t)len,
+			       .remote_addr = (uintptr_t)remote, .rkey = rrkey };
+	ck_assert_int_eq(run_op(cc[0].conn, &o), 0);
+	ck_assert_int_eq(memcmp(remote, src, len), 0);
+
+	o.op = (struct pc_op){ .code = PC_OP_READ, .local = dst, .lkey = dlkey, .len = (uint32_t)len,
+			       .remote_addr = (uintptr_t)remote, .rkey = rrkey };
+	ck_assert_int_eq(run_op(cc[0].conn, &o), 0);
+	ck_assert_int_eq(memcmp(dst, src, len), 0);
+
+	/* a wrong rkey fails with an exact error naming device, QP and status... */
+	o.op = (struct pc_op){ .code = PC_OP_WRITE, .local = src, .lkey = slkey, .len = 64,
+			       .remote_addr = (uintptr_t)remote, .rkey = rrkey ^ 0x5a5a00 };
+	ck_assert_int_eq(run_op(cc[1].conn, &o), -EIO);
+	ck_assert_msg(strstr(o.why, "rxe0") && strstr(o.why, "qp 0x") &&
+		      strstr(o.why, ibv_wc_status_str(IBV_WC_REM_ACCESS_ERR)) &&
+		      strstr(o.why, "RDMA_WRITE"), "error: %s", o.why);
+	/* ...closes that connection only... */
+	end = now_ms() + 10000;
+	while (!atomic_load(&cc[1].down) && now_ms() < end)
+		usleep(1000);
+	ck_assert(atomic_load(&cc[1].down));
+	ck_assert(!atomic_load(&cc[0].down));
+	/* ...and the other one carries on */
+	send_seq(0, 500, 64, false);
+	wait_received(1, 500, 60);
+
+	pc_mem_dereg(dmr);
+	pc_mem_dereg(smr);
+	pc_mem_dereg(rmr);
+	pc_engine_destroy(cli);
+	pc_engine_destroy(srv);
+	free(dst);
+	free(src);
+	free(remote);
+}
+END_TEST
+
+/* --- ring mode ------------------------------------------------------------------------------- */
+
+struct app_thread {
+	pthread_t t;
+	struct pc_engine *e;
+	unsigned int slot;
+	uint32_t count;
+	int slow_us;
+};
+
+/* Sends one message if a buffer and ring room are there; never blocks. */
+static bool try_send(unsigned int i, uint32_t seq, uint32_t size)
+{
+	struct pc_msg *m = pc_msg_alloc(cc[i].conn);
+	int ret;
+
+	if (!m) {
+		ck_assert_int_eq(errno, ENOBUFS);
+		return false;
+	}
+	m->len = fill(m->data, size, i, seq);
+	while ((ret = pc_send(m)) == -ENOBUFS)
+		usleep(10);
+	ck_assert_int_eq(ret, 0);
+	return true;
+}
+
+/* An application thread: sends on its connections and consumes their echoes. */
+static void *app_main(void *arg)
+{
+	struct app_thread *a = arg;
+	struct pc_msg *msgs[16];
+	unsigned int i, n, mine[MAXC], nmine = 0, k;
+	uint32_t sent[MAXC] = { 0 };
+	struct pc_conn_info info;
+	uint64_t end = now_ms() + 300000;
+	uint32_t got = 0;
+
+	ck_assert_int_eq(pc_app_attach(a->e, a->slot), 0);
+	for (i = 0; i < MAXC && cc[i].conn; i++) {
+		pc_conn_info(cc[i].conn, &info);
+		if (info.app_slot == a->slot)
+			mine[nmine++] = i;
+	}
+	ck_assert_uint_gt(nmine, 0);
+	while (got < nmine * a->count && now_ms() < end) {
+		for (k = 0; k < nmine; k++)
+			while (sent[k] < a->count && try_send(mine[k], sent[k], 48))
+				sent[k]++;
+		n = pc_app_poll(a->e, msgs, a->slow_us ? 1 : 16);
+		for (i = 0; i < n; i++) {
+			if (a->slow_us)
+				usleep((useconds_t)a->slow_us);
+			cli_check(msgs[i]);
+			while (pc_msg_release(msgs[i]) == -ENOBUFS)
+				usleep(10);
+		}
+		got += n;
+		if (!n)
+			usleep(20);
+	}
+	return NULL;
+}
+
+START_TEST(test_ring_mode_slow_consumer)
+{
+	struct pc_engine_params cp = {
+		.handoff = PC_HANDOFF_RING, .app_threads = 3, .ring_size = 16,
+		.on_conn = cli_on_conn, .no_numa = true,
+	};
+	struct app_thread at[3];
+	struct pc_worker_stats ws, ss;
+	struct pc_engine *srv, *cli;
+	uint16_t port;
+	unsigned int i;
+
+	srv = server_start(1, &port);
+	cli = pc_engine_create(&cp);
+	ck_assert_msg(cli, "%s", pc_last_error());
+	memset(cc, 0, sizeof(cc));
+	client_connect(cli, port, 3);
+	for (i = 0; i < 3; i++) {
+		at[i] = (struct app_thread){ .e = cli, .slot = i, .count = 2000,
+					     .slow_us = i == 2 ? 300 : 0 };
+		ck_assert_int_eq(pthread_create(&at[i].t, NULL, app_main, &at[i]), 0);
+	}
+	for (i = 0; i < 3; i++)
+		pthread_join(at[i].t, NULL);
+	wait_received(3, 2000, 10);
+	ck_assert_int_eq(pc_engine_stats(cli, 0, &ws), 0);
+	ck_assert_int_eq(pc_engine_stats(srv, 0, &ss), 0);
+	/* the slow thread's ring filled: held back, reported, not dropped */
+	ck_assert_uint_gt(ws.handoff_full, 0);
+	/* and it slowed the sender through credits */
+	ck_assert_uint_gt(ss.credit_stalls + ws.credit_stalls, 0);
+	ck_assert_uint_eq(ws.rx_msgs, 3 * 2000);
+	ck_assert_uint_eq(ws.wc_errors + ss.wc_errors, 0);
+	pc_engine_print_stats(cli, stdout);
+	pc_engine_destroy(cli);
+	pc_engine_destroy(srv);
+}
+END_TEST
+
+/* --- SRQ low watermark ------------------------------------------------------------------------ */
+
+START_TEST(test_srq_limit_event)
+{
+	struct pc_engine_params sp = {
+		.handoff = PC_HANDOFF_RING, .app_threads = 1, .rx_bufs = 64, .srq_depth = 64,
+		.srq_watermark = 32, .window = 64, .no_numa = true,
+	};
+	struct pc_msg *msgs[64];
+	struct pc_worker_stats ws;
+	struct pc_engine *srv, *cli;
+	unsigned int got = 0, n, i;
+	uint64_t end;
+
+	srv = pc_engine_create(&sp);
+	ck_assert_msg(srv, "%s", pc_last_error());
+	ck_assert_int_eq(pc_listen(srv, addr(), 0), 0);
+	ck_assert_int_eq(pc_app_attach(srv, 0), 0);
+	cli = client_start(PC_HANDOFF_HANDLER, 1, 1);
+	ck_assert_int_eq(pc_app_attach(cli, 0), 0);
+	client_connect(cli, pc_listen_port(srv), 1);
+	/* 60 messages land and the application holds them all: the SRQ runs low */
+	send_seq(0, 60, 64, false);
+	end = now_ms() + 20000;
+	while (got < 60 && now_ms() < end) {
+		n = pc_app_poll(srv, msgs + got, 64 - got);
+		got += n;
+		if (!n)
+			usleep(1000);
+	}
+	ck_assert_uint_eq(got, 60);
+	end = now_ms() + 10000;
+	do {
+		ck_assert_int_eq(pc_engine_stats(srv, 0, &ws), 0);
+		if (ws.srq_limit_events)
+			break;
+		usleep(1000);
+	} while (now_ms() < end);
+	ck_assert_uint_eq(ws.srq_limit_events, 1);
+	ck_assert_uint_eq(ws.rx_held, 60);
+	ck_assert_uint_le(ws.srq_outstanding, 4);
+	/* give them back as replies: refill, re-arm, and every echo arrives */
+	for (i = 0; i < got; i++)
+		ck_assert_int_eq(pc_send(msgs[i]), 0);
+	wait_received(1, 60, 30);
+	/* every buffer is back; the SRQ is refilled above its watermark (batching) */
+	end = now_ms() + 10000;
+	do {
+		ck_assert_int_eq(pc_engine_stats(srv, 0, &ws), 0);
+		usleep(1000);
+	} while ((ws.srq_outstanding < 32 || ws.rx_held) && now_ms() < end);
+	ck_assert_uint_ge(ws.srq_outstanding, 32);
+	ck_assert_uint_eq(ws.rx_held, 0);
+	ck_assert_uint_eq(ws.srq_limit_events, 1);
+	pc_engine_destroy(cli);
+	pc_engine_destroy(srv);
+}
+END_TEST
+
+/* --- hybrid idle ----------------------------------------------------------------------------- */
+
+START_TEST(test_hybrid_idle)
+{
+	struct pc_engine_params sp = {
+		.on_msg = srv_on_msg, .on_conn = srv_on_conn, .idle = PC_IDLE_HYBRID,
+		.idle_spins = 200, .no_numa = true,
+	};
+	struct pc_engine_params cp = {
+		.on_msg = cli_on_msg, .on_conn = cli_on_conn, .idle = PC_IDLE_HYBRID,
+		.idle_spins = 200, .no_numa = true,
+	};
+	struct pc_worker_stats a, b;
+	struct pc_engine *srv, *cli;
+
+	srv = pc_engine_create(&sp);
+	ck_assert_ptr_nonnull(srv);
+	ck_assert_int_eq(pc_listen(srv, addr(), 0), 0);
+	cli = pc_engine_create(&cp);
+	ck_assert_ptr_nonnull(cli);
+	memset(cc, 0, sizeof(cc));
+	ck_assert_int_eq(pc_app_attach(cli, 0), 0);
+	client_connect(cli, pc_listen_port(srv), 1);
+	usleep(500000);
+	pc_engine_stats(srv, 0, &a);
+	ck_assert_uint_gt(a.sleeps, 0);
+	ck_assert_uint_gt(a.sleep_ns, 50000000ull);
+	/* traffic wakes both sides without losing anything */
+	send_seq(0, 2000, 64, false);
+	wait_received(1, 2000, 60);
+	usleep(300000);
+	pc_engine_stats(srv, 0, &b);
+	ck_assert_uint_gt(b.wakeups_cq, 0);
+	ck_assert_uint_gt(b.sleeps, a.sleeps);
+	pc_engine_stats(cli, 0, &b);
+	ck_assert_uint_gt(b.wakeups_submit + b.wakeups_cq, 0);
+	ck_assert_uint_eq(atomic_load(&srv_msgs), 2000);
+	pc_engine_print_stats(srv, stdout);
+	pc_engine_print_stats(cli, stdout);
+	pc_engine_destroy(cli);
+	pc_engine_destroy(srv);
+}
+END_TEST
+
+/* --- a peer crashing mid-stream ---------------------------------------------------------------- */
+
+static void cli_on_msg_quiet(struct pc_msg *m, void *arg)
+{
+	(void)arg;
+	pc_msg_release(m);
+}
+
+/* Runs in a separate process (re-executed): connects and streams until killed. */
+static int crash_client(uint16_t port)
+{
+	struct pc_engine_params p = { .on_msg = cli_on_msg_quiet, .no_numa = true };
+	struct pc_engine *cli = pc_engine_create(&p);
+	struct pc_conn *c;
+	uint32_t seq = 0;
+
+	/* no ck_assert here: this process is not a Check test */
+	if (!cli || pc_app_attach(cli, 0))
+		return 1;
+	c = pc_connect(cli, addr(), port, -1, 10000, NULL);
+	if (!c)
+		return 1;
+	for (;;) {
+		struct pc_msg *m = pc_msg_alloc(c);
+
+		if (!m) {
+			usleep(50);
+			continue;
+		}
+		m->len = fill(m->data, 64, 9, seq++);
+		while (pc_send(m) == -ENOBUFS)
+			usleep(50);
+	}
+}
+
+START_TEST(test_peer_crash_midstream)
+{
+	struct pc_engine *srv, *cli;
+	char portbuf[8];
+	uint16_t port;
+	pid_t pid;
+	uint64_t end;
+
+	srv = server_start(1, &port);
+	cli = client_start(PC_HANDOFF_HANDLER, 1, 1);
+	ck_assert_int_eq(pc_app_attach(cli, 0), 0);
+	client_connect(cli, port, 2);
+	snprintf(portbuf, sizeof(portbuf), "%u", port);
+	pid = fork();
+	if (pid == 0) {
+		execl("/proc/self/exe", "test_engine", "crash-client", portbuf, (char *)NULL);
+		_exit(127);
+	}
+	ck_assert_int_gt(pid, 0);
+	/* the crashing peer is streaming, then dies without a goodbye */
+	end = now_ms() + 30000;
+	while (atomic_load(&srv_up) < 3 && now_ms() < end)
+		usleep(1000);
+	ck_assert_uint_eq(atomic_load(&srv_up), 3);
+	while (atomic_load(&srv_msgs) < 2000 && now_ms() < end)
+		usleep(1000);
+	send_seq(0, 1000, 64, false);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	send_seq(1, 1000, 64, false);
+	/* only its connection goes down; ours carry on, nothing lost */
+	end = now_ms() + 30000;
+	while (atomic_load(&srv_down) < 1 && now_ms() < end)
+		usleep(1000);
+	ck_assert_uint_eq(atomic_load(&srv_down), 1);
+	wait_received(2, 1000, 60);
+	ck_assert(!atomic_load(&cc[0].down) && !atomic_load(&cc[1].down));
+	pc_engine_destroy(cli);
+	pc_engine_destroy(srv);
+}
+END_TEST
+
+int main(int argc, char **argv)
 {
 	Suite *s = suite_create("engine");
-	TCase *tc = tcase_create("echo");
+	TCase *tc;
 
 	pc_test_require_rdma();
-	tcase_set_timeout(tc, 600);
-	tcase_add_test(tc, test_connect_echo);
-	suite_add_tcase(s, tc);
+	if (argc == 3 && !strcmp(argv[1], "crash-client"))
+		return crash_client((uint16_t)atoi(argv[2]));
+#define ADD(name)                                        \
+	do {                                             \
+		tc = tcase_create(#name);                \
+		tcase_set_timeout(tc, 900);              \
+		tcase_add_test(tc, test_##name);         \
+		suite_add_tcase(s, tc);                  \
+	} while (0)
+	/* one case per test: CK_RUN_CASE=<name> runs one */
+	ADD(connect_echo);
+	ADD(seq_100k_two_workers);
+	ADD(rpc);
+	ADD(rdma_write_read);
+	ADD(ring_mode_slow_consumer);
+	ADD(srq_limit_event);
+	ADD(hybrid_idle);
+	ADD(peer_crash_midstream);
 	return pc_test_run(s);
 }

@@ -891,30 +891,6 @@ START_TEST(test_live_devices_from_sysfs)
 }
 END_TEST
 
-#ifdef __SANITIZE_ADDRESS__
-#include <dlfcn.h>
-/*
- * libpciaccess, loaded by hwloc's PCI plugin when this host's topology is
- * discovered, never frees its PCI name cache; the plugin is unloaded before
- * LeakSanitizer runs, so its frames would be anonymous. Keep the library
- * mapped and suppress its leaks (and only its).
- */
-const char *__lsan_default_suppressions(void);
-const char *__lsan_default_suppressions(void)
-{
-	return "leak:libpciaccess.so\n";
-}
-
-static void keep_libpciaccess(void)
-{
-	dlopen("libpciaccess.so.0", RTLD_NOW | RTLD_NODELETE);
-}
-#else
-static void keep_libpciaccess(void)
-{
-}
-#endif
-
 static Suite *numa_suite(void)
 {
 	Suite *s = suite_create("numa");
@@ -943,6 +919,5 @@ static Suite *numa_suite(void)
 int main(void)
 {
 	pc_log_set_level(PC_LOG_WARN);
-	keep_libpciaccess();
 	return pc_test_run(numa_suite());
 }

@@ -459,11 +459,16 @@ static void flush_conn(struct pc_worker *w, struct conn *c)
 		if (ctx->kind == WR_MSG) {
 			if (!c->raw) {
 				if (!credits_avail(c)) {
-					CSTAT_ADD(c, credit_stalls, 1);
-					STAT_ADD(w, credit_stalls, 1);
+					/* counted once per episode, not per look */
+					if (!c->credit_stalled) {
+						c->credit_stalled = true;
+						CSTAT_ADD(c, credit_stalls, 1);
+						STAT_ADD(w, credit_stalls, 1);
+					}
 					stalled = true;
 					break;
 				}
+				c->credit_stalled = false;
 				c->sent_credited++;
 			}
 			add_send(w, c, pc_container_of(ctx, struct msg, ctx));

@@ -287,9 +287,14 @@ void worker_wake(struct pc_worker *w)
 {
 	uint64_t one = 1;
 
-	/* pairs with the fence in worker_sleep(): a sleeping worker sees our enqueue */
-	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load_explicit(&w->sleeping, memory_order_relaxed))
+	if (!w->hybrid)
+		return;
+	/*
+	 * acq_rel RMW on `sleeping`, paired with the exchange in worker_sleep():
+	 * either we see 1 and write the eventfd, or the worker's exchange reads
+	 * our RMW and so sees the enqueue that preceded it.
+	 */
+	if (atomic_fetch_or_explicit(&w->sleeping, 0, memory_order_acq_rel))
 		(void)!write(w->efd, &one, sizeof(one));
 }
 
@@ -315,8 +320,8 @@ static void worker_sleep(struct pc_worker *w)
 
 	if (ibv_req_notify_cq(w->cq, 0))
 		return;
-	atomic_store(&w->sleeping, 1);
-	atomic_thread_fence(memory_order_seq_cst);
+	/* acq_rel: pairs with the RMW in worker_wake() */
+	atomic_exchange_explicit(&w->sleeping, 1, memory_order_acq_rel);
 	n = ibv_poll_cq(w->cq, (int)engine_params(w->e)->poll_batch, w->wc);
 	if (n > 0 || worker_has_input(w) || w->draining) {
 		atomic_store(&w->sleeping, 0);
@@ -328,7 +333,7 @@ static void worker_sleep(struct pc_worker *w)
 	}
 	t0 = pc__now_ns();
 	rcu_thread_offline();
-	n = poll(pfd, 2, 1000);
+	n = poll(pfd, 2, 100); /* bounded: stats stay fresh, timers run */
 	rcu_thread_online();
 	atomic_store(&w->sleeping, 0);
 	STAT_ADD(w, sleeps, 1);
@@ -445,6 +450,7 @@ int worker_start(struct pc_engine *e, struct pc_worker *w, unsigned int idx, str
 	w->dev = dev;
 	w->place = place;
 	w->efd = -1;
+	w->hybrid = engine_params(e)->idle == PC_IDLE_HYBRID;
 	w->st.pu = -1;
 	w->st.numa_node = -1;
 	/* pthread names are 15 chars: pc-w<N>-<device>, truncated */

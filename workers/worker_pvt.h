@@ -176,6 +176,7 @@ struct conn {
 	uint8_t state;
 	bool raw;
 	bool dirty;
+	bool credit_stalled;
 	struct conn *dirty_next;
 	struct wr_ctx *bl_head, **bl_tail;	/* backlog: msgs and ops, FIFO */
 	uint32_t backlog;
@@ -268,6 +269,7 @@ struct pc_worker {
 	uint32_t empty_turns;
 	uint32_t cq_unacked;
 	bool wr_ex;		/* post with ibv_wr_* (ibv_qp_ex) */
+	bool hybrid;		/* PC_IDLE_HYBRID: submitters may have to wake us */
 
 	/* submissions: app threads -> worker */
 	struct pc_ring_mpsc *submit;

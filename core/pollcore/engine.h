@@ -333,20 +333,28 @@ void pc_mem_dereg(void *handle);
  * @e: ring-mode engine.
  * @idx: 0 .. app_threads - 1; connections are spread over the slots.
  *
- * Return: 0, -EINVAL (bad index or handler mode), -EBUSY (slot taken).
+ * A thread may attach to one slot of each of up to 4 engines. Any thread
+ * that calls pc_msg_alloc() must be attached (in handler mode too: the
+ * slot holds its stock of send buffers).
+ *
+ * Return: 0, -EINVAL (bad index), -EBUSY (slot taken), -EALREADY (this
+ * thread is attached to this engine already), -ENOSPC (too many engines).
  */
 int pc_app_attach(struct pc_engine *e, unsigned int idx);
 
 /**
  * pc_app_poll - take received messages for this application thread.
+ * @e: ring-mode engine the thread is attached to.
  * @msgs: filled with up to @n messages.
  * @n: capacity of @msgs.
  *
  * Attached application thread. Per connection, messages come in order.
+ * Poll while you send: received messages you do not take hold credits and
+ * buffers, which is how a slow application slows its peers.
  *
- * Return: number of messages (0 when none).
+ * Return: number of messages (0 when none, or when not attached).
  */
-unsigned int pc_app_poll(struct pc_msg **msgs, unsigned int n);
+unsigned int pc_app_poll(struct pc_engine *e, struct pc_msg **msgs, unsigned int n);
 
 /**
  * pc_conn_user - the @user pointer given at pc_connect() (or set with
