@@ -254,7 +254,7 @@ static void wait_received(unsigned int nconns, uint32_t count, int timeout_s)
 
 /* --- tests ------------------------------------------------------------------------------- */
 
-START_TEST(test_connect_echo)
+static void connect_echo(void)
 {
 	uint16_t port;
 	struct pc_engine *srv = server_start(1, &port);
@@ -276,6 +276,20 @@ START_TEST(test_connect_echo)
 	pc_engine_print_stats(cli, stdout);
 	pc_engine_destroy(cli);
 	pc_engine_destroy(srv);
+}
+
+START_TEST(test_connect_echo)
+{
+	connect_echo();
+}
+END_TEST
+
+/* The same, posting through ibv_qp_ex / ibv_wr_* (the mlx5 path; works on rxe too). */
+START_TEST(test_connect_echo_wr_ex)
+{
+	setenv("PC_POST_WR_EX", "1", 1);
+	connect_echo();
+	unsetenv("PC_POST_WR_EX");
 }
 END_TEST
 
@@ -772,6 +786,7 @@ int main(int argc, char **argv)
 	} while (0)
 	/* one case per test: CK_RUN_CASE=<name> runs one */
 	ADD(connect_echo);
+	ADD(connect_echo_wr_ex);
 	ADD(seq_100k_two_workers);
 	ADD(rpc);
 	ADD(rdma_write_read);

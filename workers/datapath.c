@@ -409,6 +409,54 @@ static void chain_fail(struct pc_worker *w, struct conn *c, uint32_t from, int e
 		sq_done(&ra, (void *)(uintptr_t)w->chain.wr[i].wr_id, true);
 }
 
+/*
+ * Posts a linked list of WRs with one doorbell: ibv_post_send(), or the
+ * ibv_wr_* API on an ibv_qp_ex (all or nothing). Specialised at compile
+ * time on @wr_ex; dp_post() picks the variant per worker.
+ */
+static pc_always_inline int post_wrs(struct conn *c, struct ibv_send_wr *wr,
+				     struct ibv_send_wr **bad, const bool wr_ex)
+{
+	struct ibv_qp_ex *qx = c->qpx;
+	struct ibv_send_wr *first = wr;
+	int ret;
+
+	if (!wr_ex)
+		return ibv_post_send(c->qp, wr, bad);
+	ibv_wr_start(qx);
+	for (; wr; wr = wr->next) {
+		qx->wr_id = wr->wr_id;
+		qx->wr_flags = wr->send_flags & ~(unsigned int)IBV_SEND_INLINE;
+		switch (wr->opcode) {
+		case IBV_WR_RDMA_WRITE:
+			ibv_wr_rdma_write(qx, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr);
+			break;
+		case IBV_WR_RDMA_READ:
+			ibv_wr_rdma_read(qx, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr);
+			break;
+		default:
+			ibv_wr_send(qx);
+		}
+		if (!wr->num_sge)
+			ibv_wr_set_sge_list(qx, 0, NULL);
+		else if (wr->send_flags & IBV_SEND_INLINE)
+			ibv_wr_set_inline_data(qx, (void *)(uintptr_t)wr->sg_list->addr,
+					       wr->sg_list->length);
+		else
+			ibv_wr_set_sge(qx, wr->sg_list->lkey, wr->sg_list->addr,
+				       wr->sg_list->length);
+	}
+	ret = ibv_wr_complete(qx);
+	if (ret)
+		*bad = first;
+	return ret;
+}
+
+int dp_post(struct pc_worker *w, struct conn *c, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	return w->wr_ex ? post_wrs(c, wr, bad, true) : post_wrs(c, wr, bad, false);
+}
+
 static void post_chain(struct pc_worker *w, struct conn *c)
 {
 	struct wr_chain *ch = &w->chain;
@@ -423,7 +471,7 @@ static void post_chain(struct pc_worker *w, struct conn *c)
 		if (sq_push(&c->sq, ctx, i + 1 == ch->n, ctx->kind == WR_OP))
 			ch->wr[i].send_flags |= IBV_SEND_SIGNALED;
 	}
-	ret = ibv_post_send(c->qp, ch->wr, &bad);
+	ret = dp_post(w, c, ch->wr, &bad);
 	STAT_ADD(w, doorbells, 1);
 	if (pc_likely(!ret)) {
 		STAT_ADD(w, wrs_posted, ch->n);

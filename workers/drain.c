@@ -79,7 +79,7 @@ void drain_begin(struct pc_worker *w, struct conn *c)
 
 	/* the marker has its own reserved slot (sq_space() keeps one back) */
 	sq_push(&c->sq, &c->marker_ctx, true, true);
-	ret = ibv_post_send(c->qp, &wr, &bad);
+	ret = dp_post(w, c, &wr, &bad);
 	if (ret) {
 		pc_warn("%s qp 0x%x: cannot post the drain marker (%s); relying on the deadline",
 			w->dev->name, c->qpn, strerror(abs(pc_neg_errno(ret))));

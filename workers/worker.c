@@ -142,10 +142,9 @@ static int worker_setup(struct pc_worker *w)
 	}
 	cqe = (int)PC_MIN((uint64_t)p->srq_depth + (uint64_t)p->max_conns_per_worker * p->sq_depth,
 			  (uint64_t)d->dev_attr.max_cqe);
-	w->cq = ibv_create_cq(d->ctx, cqe, w, w->ch, 0);
-	if (!w->cq)
-		return pc_set_error(pc_neg_errno(-1), "%s port %u: ibv_create_cq(%d): %s", d->name,
-				    d->port, cqe, strerror(errno));
+	ret = worker_create_cq(w, cqe);
+	if (ret)
+		return ret;
 	sattr.srq_context = w;
 	sattr.attr.max_wr = p->srq_depth;
 	sattr.attr.max_sge = 1;
@@ -451,6 +450,7 @@ int worker_start(struct pc_engine *e, struct pc_worker *w, unsigned int idx, str
 	w->place = place;
 	w->efd = -1;
 	w->hybrid = engine_params(e)->idle == PC_IDLE_HYBRID;
+	w->wr_ex = worker_wants_wr_ex(w);
 	w->st.pu = -1;
 	w->st.numa_node = -1;
 	/* pthread names are 15 chars: pc-w<N>-<device>, truncated */
@@ -482,49 +482,4 @@ void worker_stop(struct pc_worker *w)
 struct chan *worker_chan(struct pc_worker *w, unsigned int slot)
 {
 	return slot < w->nchans ? &w->chans[slot] : NULL;
-}
-
-int worker_create_qp(struct pc_worker *w, struct conn *c, struct rdma_cm_id *id)
-{
-	const struct pc_engine_params *p = engine_params(w->e);
-	struct ibv_qp_init_attr attr = {
-		.qp_context = c,
-		.send_cq = w->cq,
-		.recv_cq = w->cq,
-		.srq = w->srq,
-		.cap = {
-			.max_send_wr = p->sq_depth,
-			.max_send_sge = 1,
-			.max_inline_data = 64,
-		},
-		.qp_type = IBV_QPT_RC,
-	};
-
-	c->sq.slot = calloc(p->sq_depth, sizeof(*c->sq.slot));
-	c->credit_word = aligned_alloc(PC_CACHELINE, PC_CACHELINE);
-	if (!c->sq.slot || !c->credit_word)
-		return -ENOMEM;
-	memset((void *)c->credit_word, 0, PC_CACHELINE);
-	/* the peer may write exactly these 8 bytes (plus our outgoing copy) */
-	c->credit_mr = ibv_reg_mr(w->dev->pd, (void *)c->credit_word, 2 * sizeof(uint64_t),
-				  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-	if (!c->credit_mr)
-		return pc_set_error(pc_neg_errno(-1), "%s: ibv_reg_mr(credit word): %s",
-				    w->dev->name, strerror(errno));
-	if (rdma_create_qp(id, w->dev->pd, &attr))
-		return pc_set_error(pc_neg_errno(-1), "%s port %u: rdma_create_qp on %s: %s",
-				    w->dev->name, id->port_num, w->name, strerror(errno));
-	c->w = w;
-	c->qp = id->qp;
-	c->qpn = id->qp->qp_num;
-	c->max_inline = attr.cap.max_inline_data;
-	c->sq.depth = p->sq_depth;
-	c->sq.mask = p->sq_depth - 1;
-	c->sq.signal_every = p->signal_every;
-	c->window = p->window;
-	c->credit_ctx = (struct wr_ctx){ .kind = WR_CREDIT, .conn = c };
-	c->marker_ctx = (struct wr_ctx){ .kind = WR_MARKER, .conn = c };
-	c->bl_tail = &c->bl_head;
-	c->next_req_id = 1;
-	return 0;
 }

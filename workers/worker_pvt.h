@@ -172,6 +172,7 @@ struct conn {
 	/* worker-hot */
 	struct pc_worker *w;
 	struct ibv_qp *qp;
+	struct ibv_qp_ex *qpx;	/* ibv_wr_* posting, when the worker uses it */
 	uint32_t qpn;
 	uint8_t state;
 	bool raw;
@@ -322,7 +323,11 @@ int worker_start(struct pc_engine *e, struct pc_worker *w, unsigned int idx, str
 void worker_stop(struct pc_worker *w);
 void worker_ctl_post(struct conn *c, enum ctl_kind kind);
 void worker_wake(struct pc_worker *w);
+
+/* qp.c */
+int worker_create_cq(struct pc_worker *w, int cqe);
 int worker_create_qp(struct pc_worker *w, struct conn *c, struct rdma_cm_id *id);
+bool worker_wants_wr_ex(const struct pc_worker *w);
 struct chan *worker_chan(struct pc_worker *w, unsigned int slot);
 
 unsigned int worker_apply_ctl(struct pc_worker *w);
@@ -331,6 +336,7 @@ unsigned int worker_apply_ctl(struct pc_worker *w);
 void dp_handle_wc(struct pc_worker *w, struct ibv_wc *wc);
 void dp_sq_complete(struct pc_worker *w, struct conn *c, struct wr_ctx *ctx, int err);
 void dp_flush(struct pc_worker *w);
+int dp_post(struct pc_worker *w, struct conn *c, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 void dp_refill_srq(struct pc_worker *w, bool arm);
 void dp_submit(struct pc_worker *w, struct wr_ctx *ctx);
 void dp_deliver_overflow(struct pc_worker *w);

@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Verbs objects whose flavour depends on the device, chosen once at setup:
+ *  - the CQ: mlx5dv_create_cq() with CQE compression when the device
+ *    reports it, else ibv_create_cq(); both are polled with ibv_poll_cq()
+ *    (extended CQ polling is broken on rxe: see docs/architecture.md);
+ *  - the QP: with ibv_qp_ex send ops (ibv_wr_* posting) on mlx5, or when
+ *    asked for with PC_POST_WR_EX; plain otherwise.
+ * Control thread (QPs) and worker thread (CQ), at setup only.
+ */
+#include "worker_pvt.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_pvt.h"
+#include "pc_config.h"
+#if PC_HAVE_MLX5DV
+#include <infiniband/mlx5dv.h>
+#endif
+
+#if PC_HAVE_MLX5DV
+static struct ibv_cq *create_cq_compressed(struct pc_worker *w, int cqe)
+{
+	struct mlx5dv_context dv = { .comp_mask = MLX5DV_CONTEXT_MASK_CQE_COMPRESION };
+	struct ibv_cq_init_attr_ex attr = {
+		.cqe = (uint32_t)cqe,
+		.cq_context = w,
+		.channel = w->ch,
+	};
+	struct mlx5dv_cq_init_attr mattr = {
+		.comp_mask = MLX5DV_CQ_INIT_ATTR_MASK_COMPRESSED_CQE,
+		.cqe_comp_res_format = MLX5DV_CQE_RES_FORMAT_HASH,
+	};
+	struct ibv_cq_ex *cq;
+
+	if (mlx5dv_query_device(w->dev->ctx, &dv) ||
+	    !(dv.comp_mask & MLX5DV_CONTEXT_MASK_CQE_COMPRESION) || !dv.cqe_comp_caps.max_num ||
+	    !(dv.cqe_comp_caps.supported_format & MLX5DV_CQE_RES_FORMAT_HASH))
+		return NULL;
+	cq = mlx5dv_create_cq(w->dev->ctx, &attr, &mattr);
+	return cq ? ibv_cq_ex_to_cq(cq) : NULL;
+}
+#endif
+
+int worker_create_cq(struct pc_worker *w, int cqe)
+{
+	struct pc_dev *d = w->dev;
+
+#if PC_HAVE_MLX5DV
+	if (d->mlx5dv) {
+		w->cq = create_cq_compressed(w, cqe);
+		if (w->cq) {
+			pc_info("%s: %s: CQ with mlx5 CQE compression", w->name, d->name);
+			return 0;
+		}
+		pc_info("%s: %s: no CQE compression; plain CQ", w->name, d->name);
+	}
+#endif
+	w->cq = ibv_create_cq(d->ctx, cqe, w, w->ch, 0);
+	if (!w->cq)
+		return pc_set_error(pc_neg_errno(-1), "%s port %u: ibv_create_cq(%d): %s", d->name,
+				    d->port, cqe, strerror(errno));
+	return 0;
+}
+
+/* Whether QPs on @w post through ibv_qp_ex (decided per device, logged by the worker). */
+bool worker_wants_wr_ex(const struct pc_worker *w)
+{
+	const char *env = getenv("PC_POST_WR_EX");
+
+	if (env)
+		return strcmp(env, "0") != 0;
+	return w->dev->mlx5dv;
+}
+
+int worker_create_qp(struct pc_worker *w, struct conn *c, struct rdma_cm_id *id)
+{
+	const struct pc_engine_params *p = engine_params(w->e);
+	struct ibv_qp_init_attr_ex attr = {
+		.qp_context = c,
+		.send_cq = w->cq,
+		.recv_cq = w->cq,
+		.srq = w->srq,
+		.cap = {
+			.max_send_wr = p->sq_depth,
+			.max_send_sge = 1,
+			.max_inline_data = 64,
+		},
+		.qp_type = IBV_QPT_RC,
+		.comp_mask = IBV_QP_INIT_ATTR_PD,
+		.pd = w->dev->pd,
+	};
+	int ret;
+
+	if (w->wr_ex) {
+		attr.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+		attr.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE |
+				      IBV_QP_EX_WITH_RDMA_READ;
+	}
+	c->sq.slot = calloc(p->sq_depth, sizeof(*c->sq.slot));
+	c->credit_word = aligned_alloc(PC_CACHELINE, PC_CACHELINE);
+	if (!c->sq.slot || !c->credit_word)
+		return -ENOMEM;
+	memset((void *)c->credit_word, 0, PC_CACHELINE);
+	/* the peer may write exactly these 16 bytes: its grant and our outgoing copy */
+	c->credit_mr = ibv_reg_mr(w->dev->pd, (void *)c->credit_word, 2 * sizeof(uint64_t),
+				  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	if (!c->credit_mr)
+		return pc_set_error(pc_neg_errno(-1), "%s: ibv_reg_mr(credit word): %s",
+				    w->dev->name, strerror(errno));
+	ret = rdma_create_qp_ex(id, &attr);
+	if (ret)
+		return pc_set_error(pc_neg_errno(-1), "%s port %u: rdma_create_qp_ex on %s%s: %s",
+				    w->dev->name, id->port_num, w->name,
+				    w->wr_ex ? " (ibv_wr_* send ops)" : "", strerror(errno));
+	c->w = w;
+	c->qp = id->qp;
+	c->qpx = w->wr_ex ? ibv_qp_to_qp_ex(id->qp) : NULL;
+	c->qpn = id->qp->qp_num;
+	c->max_inline = attr.cap.max_inline_data;
+	/*
+	 * Observed on rxe (rdma-core 44): ibv_wr_set_inline_data() on an RDMA
+	 * WRITE completes with IBV_WC_LOC_QP_OP_ERR. Inline through ibv_wr_*
+	 * only where it is known good (mlx5); the generic path keeps it.
+	 */
+	if (w->wr_ex && !w->dev->mlx5dv)
+		c->max_inline = 0;
+	c->sq.depth = p->sq_depth;
+	c->sq.mask = p->sq_depth - 1;
+	c->sq.signal_every = p->signal_every;
+	c->credit_ctx = (struct wr_ctx){ .kind = WR_CREDIT, .conn = c };
+	c->marker_ctx = (struct wr_ctx){ .kind = WR_MARKER, .conn = c };
+	c->bl_tail = &c->bl_head;
+	c->next_req_id = 1;
+	return 0;
+}
