@@ -222,7 +222,9 @@ static void on_connect_request(struct pc_engine *e, struct rdma_cm_event *ev)
 	struct conn *c;
 	int ret;
 
-	w = cm_pick_worker(e, id->verbs, -1);
+	w = cm_pick_worker(e, id->verbs, e->p.choose_worker ?
+			   e->p.choose_worker(ibv_get_device_name(id->verbs->device), e->nworkers,
+					      e->p.arg) : -1);
 	if (!w) {
 		pc_warn("%s: rejecting a connection: no worker with room (max %u per worker)",
 			ibv_get_device_name(id->verbs->device), e->p.max_conns_per_worker);

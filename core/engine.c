@@ -183,25 +183,111 @@ err:
 	return NULL;
 }
 
-static void close_all(struct pc_engine *e)
+static unsigned int conns_attached(const struct pc_engine *e)
 {
-	struct cds_lfht_iter it;
-	struct conn *c;
-	int i;
+	unsigned int i, n = 0;
 
-	if (!e->conns)
-		return;
-	rcu_register_thread();
+	for (i = 0; i < e->nworkers; i++)
+		n += __atomic_load_n(&e->workers[i].st.conns, __ATOMIC_RELAXED);
+	return n;
+}
+
+static void retire_held(struct conn *c)
+{
+	/* workers are stopped: nobody else touches c */
+	if (c->state == CONN_DRAINED) {
+		pc_warn("%s qp 0x%x: %u buffers still held by the application; freed with the engine",
+			c->w->dev->name, c->qpn, c->held);
+		c->state = CONN_RETIRED;
+		engine_ctl_post(c, CTL_RETIRE);
+	}
+}
+
+struct visit {
+	void (*fn)(struct pc_conn *c, void *arg);
+	void *arg;
+};
+
+static unsigned int walk(struct pc_engine *e, const struct visit *v)
+{
+	bool reg = !urcu_qsbr_read_ongoing() && !pc__self_worker;
+	struct cds_lfht_node *node;
+	struct cds_lfht_iter it;
+	unsigned int n = 0;
+
+	/* workers are registered qsbr readers already; other threads join for the walk */
+	if (reg)
+		rcu_register_thread();
 	rcu_read_lock();
-	cds_lfht_for_each_entry(e->conns, &it, c, node)
-		engine_request_close(c);
+	/* not cds_lfht_for_each_entry: it computes container_of(NULL) at the end */
+	for (cds_lfht_first(e->conns, &it); (node = cds_lfht_iter_get_node(&it));
+	     cds_lfht_next(e->conns, &it)) {
+		struct conn *c = caa_container_of(node, struct conn, node);
+
+		if (c->state == CONN_RETIRED)
+			continue;
+		v->fn((struct pc_conn *)c, v->arg);
+		n++;
+	}
 	rcu_read_unlock();
-	rcu_unregister_thread();
-	for (i = 0; i < 10000 && atomic_load(&e->live_conns); i++)
+	if (reg)
+		rcu_unregister_thread();
+	return n;
+}
+
+unsigned int pc_engine_for_each_conn(struct pc_engine *e, void (*fn)(struct pc_conn *c, void *arg),
+				     void *arg)
+{
+	struct visit v = { fn, arg };
+
+	return e->conns ? walk(e, &v) : 0;
+}
+
+static void visit_close(struct pc_conn *c, void *arg)
+{
+	(void)arg;
+	engine_request_close((struct conn *)c);
+}
+
+static void visit_retire_held(struct pc_conn *c, void *arg)
+{
+	(void)arg;
+	retire_held((struct conn *)c);
+}
+
+static void wait_for(struct pc_engine *e, bool (*done)(struct pc_engine *e), int ms)
+{
+	while (ms-- > 0 && !done(e))
 		usleep(1000);
-	if (atomic_load(&e->live_conns))
-		pc_warn("%u connections still open after 10 s (buffers held by the application?)",
-			atomic_load(&e->live_conns));
+}
+
+static bool all_drained(struct pc_engine *e)
+{
+	return conns_attached(e) == 0;
+}
+
+static bool all_retired(struct pc_engine *e)
+{
+	return atomic_load(&e->live_conns) == 0;
+}
+
+/* Closes every connection, waits for the drains, stops the workers. */
+static void close_all_and_stop_workers(struct pc_engine *e)
+{
+	unsigned int i;
+
+	if (e->conns && e->ctl_started) {
+		pc_engine_for_each_conn(e, visit_close, NULL);
+		wait_for(e, all_drained, 10000);
+		if (!all_drained(e))
+			pc_warn("%u connections did not drain within 10 s", conns_attached(e));
+	}
+	for (i = 0; i < e->nworkers; i++)
+		worker_stop(&e->workers[i]);
+	if (e->conns && e->ctl_started) {
+		pc_engine_for_each_conn(e, visit_retire_held, NULL);
+		wait_for(e, all_retired, 10000);
+	}
 }
 
 void pc_engine_destroy(struct pc_engine *e)
@@ -210,10 +296,7 @@ void pc_engine_destroy(struct pc_engine *e)
 
 	if (!e)
 		return;
-	if (e->ctl_started)
-		close_all(e);
-	for (i = 0; i < e->nworkers; i++)
-		worker_stop(&e->workers[i]);
+	close_all_and_stop_workers(e);
 	cm_stop(e);
 	if (e->conns)
 		cds_lfht_destroy(e->conns, NULL);

@@ -293,6 +293,24 @@ START_TEST(test_connect_echo_wr_ex)
 }
 END_TEST
 
+struct sender {
+	pthread_t t;
+	struct pc_engine *e;
+	unsigned int conn;
+	uint32_t count, size;
+};
+
+static void *sender_main(void *arg)
+{
+	struct sender *x = arg;
+
+	/* slot 0 is the main thread's; taking it again is refused */
+	ck_assert_int_eq(pc_app_attach(x->e, 0), -EBUSY);
+	ck_assert_int_eq(pc_app_attach(x->e, x->conn + 1), 0);
+	send_seq(x->conn, x->count, x->size, false);
+	return NULL;
+}
+
 /* 100,000 messages over 4 connections on 2 workers per side, through the SRQ. */
 START_TEST(test_seq_100k_two_workers)
 {
@@ -300,17 +318,23 @@ START_TEST(test_seq_100k_two_workers)
 	struct pc_conn_info info[4];
 	struct pc_worker_stats ws;
 	struct pc_engine *srv, *cli;
+	struct sender snd[4];
 	uint64_t t0, total = 0;
 	unsigned int i, on_w0 = 0;
 	uint16_t port;
 
 	srv = server_start(2, &port);
-	cli = client_start(PC_HANDOFF_HANDLER, 2, 1);
+	cli = client_start(PC_HANDOFF_HANDLER, 2, 5);
 	ck_assert_int_eq(pc_app_attach(cli, 0), 0);
 	client_connect(cli, port, 4);
 	t0 = now_ms();
+	/* four application threads submit concurrently (MPSC rings, handler mode) */
+	for (i = 0; i < 4; i++) {
+		snd[i] = (struct sender){ .e = cli, .conn = i, .count = per, .size = 32 + i * 40 };
+		ck_assert_int_eq(pthread_create(&snd[i].t, NULL, sender_main, &snd[i]), 0);
+	}
 	for (i = 0; i < 4; i++)
-		send_seq(i, per, 32 + i * 40, false);
+		pthread_join(snd[i].t, NULL);
 	wait_received(4, per, 600);
 	for (i = 0; i < 4; i++) {
 		pc_conn_info(cc[i].conn, &info[i]);
@@ -337,15 +361,43 @@ START_TEST(test_seq_100k_two_workers)
 }
 END_TEST
 
+static int choose_last(const char *device, unsigned int nworkers, void *arg)
+{
+	(void)arg;
+	ck_assert_str_eq(device, "rxe0");
+	return (int)nworkers - 1;
+}
+
+static void on_worker(struct pc_conn *c, void *arg)
+{
+	struct pc_conn_info info;
+
+	int *want_count = arg;
+
+	/* runs on this thread, inside the walk */
+	pc_conn_info(c, &info);
+	if (info.worker == want_count[0])
+		want_count[1]++;
+}
+
 /* Request/response with ids and a window of requests in flight. */
 START_TEST(test_rpc)
 {
+	struct pc_engine_params sp = {
+		.workers_per_device = 2, .choose_worker = choose_last,
+		.on_conn = srv_on_conn, .on_msg = srv_on_msg, .no_numa = true,
+	};
 	struct pc_conn_info info;
 	struct pc_engine *srv, *cli;
+	int count[2] = { 1, 0 };
 	uint16_t port;
 	unsigned int i;
 
-	srv = server_start(1, &port);
+	/* the application chooses the accepting worker: the last one */
+	srv = pc_engine_create(&sp);
+	ck_assert_ptr_nonnull(srv);
+	ck_assert_int_eq(pc_listen(srv, addr(), 0), 0);
+	port = pc_listen_port(srv);
 	cli = client_start(PC_HANDOFF_HANDLER, 1, 1);
 	ck_assert_int_eq(pc_app_attach(cli, 0), 0);
 	client_connect(cli, port, 2);
@@ -359,6 +411,9 @@ START_TEST(test_rpc)
 		ck_assert_uint_eq(info.inflight_req, 0);
 		ck_assert_uint_eq(info.msgs_recv, 3000);
 	}
+	/* both server connections sit on worker 1 */
+	ck_assert_uint_eq(pc_engine_for_each_conn(srv, on_worker, count), 2);
+	ck_assert_int_eq(count[1], 2);
 	pc_engine_destroy(cli);
 	pc_engine_destroy(srv);
 }

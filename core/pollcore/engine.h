@@ -155,6 +155,9 @@ enum pc_conn_event {
  * @idle_spins: empty turns before sleeping (hybrid), default 1000.
  * @no_numa: do not bind workers or allocate NUMA-local memory.
  * @housekeeping_pus: not used by workers when placing (see numa.h), NULL: default.
+ * @choose_worker: accepting side: return the index of the worker that
+ *                 should own a new connection on @device (a worker of that
+ *                 device), or -1 for the least-loaded one. Control thread.
  * @on_conn: connection up/down, on the owning worker.
  * @on_msg: handler mode: a message arrived, on the owning worker.
  * @arg: passed to the callbacks.
@@ -178,6 +181,7 @@ struct pc_engine_params {
 	enum pc_idle idle;
 	uint32_t idle_spins;
 	bool no_numa;
+	int (*choose_worker)(const char *device, unsigned int nworkers, void *arg);
 	void (*on_conn)(struct pc_conn *conn, enum pc_conn_event ev, void *arg);
 	void (*on_msg)(struct pc_msg *msg, void *arg);
 	void *arg;
@@ -431,6 +435,21 @@ struct pc_worker_stats {
 	uint32_t tx_held;	/* send buffers allocated and not yet sent */
 	uint32_t srq_outstanding;	/* receive buffers posted on the SRQ now */
 };
+
+/**
+ * pc_engine_for_each_conn - visit every live connection.
+ * @e: engine.
+ * @fn: called with each connection; must not block or close it.
+ * @arg: for @fn.
+ *
+ * Any thread (tools, stats). Walks the rculfhash inside an RCU read-side
+ * critical section; registers the calling thread with urcu-qsbr for the
+ * walk if it is not registered already.
+ *
+ * Return: the number of connections visited.
+ */
+unsigned int pc_engine_for_each_conn(struct pc_engine *e, void (*fn)(struct pc_conn *c, void *arg),
+				     void *arg);
 
 /**
  * pc_engine_nworkers - number of workers.
