@@ -118,6 +118,22 @@ static int post_rdma(struct pc_loopback *lb, enum ibv_wr_opcode op, struct ibv_s
 	return pc_neg_errno(ibv_post_send(lb->qp[0], &wr, &bad));
 }
 
+/* One RDMA WRITE or READ of @sge against @remote, then @want compared with @got. */
+static int rdma_check(struct pc_loopback *lb, enum ibv_wr_opcode op, struct ibv_sge *sge,
+		      void *remote, uint32_t rkey, uint64_t i, const void *want, const void *got)
+{
+	const char *what = op == IBV_WR_RDMA_READ ? "RDMA_READ" : "RDMA_WRITE";
+	int ret = post_rdma(lb, op, sge, (uintptr_t)remote, rkey, i);
+
+	if (!ret)
+		ret = wait_one(lb, 0, op == IBV_WR_RDMA_READ ? IBV_WC_RDMA_READ : IBV_WC_RDMA_WRITE,
+			       i, what);
+	if (!ret && memcmp(want, got, sge->length))
+		ret = pc_set_error(-EBADMSG, "%s: %s %llu: data differs", lb->dev->name, what,
+				   (unsigned long long)i);
+	return ret;
+}
+
 int pc_loopback_selftest(struct pc_loopback *lb, uint32_t count, uint32_t size,
 			 struct pc_selftest_stats *st)
 {
@@ -189,28 +205,16 @@ int pc_loopback_selftest(struct pc_loopback *lb, uint32_t count, uint32_t size,
 		/* RDMA WRITE into REM, then RDMA READ it back into RD */
 		fill(buf[SRC], size, ~i);
 		memset(buf[RD], 0, size);
-		ret = post_rdma(lb, IBV_WR_RDMA_WRITE, &s_src, (uintptr_t)buf[REM], mr[REM]->rkey, i);
-		if (!ret)
-			ret = wait_one(lb, 0, IBV_WC_RDMA_WRITE, i, "RDMA_WRITE");
+		ret = rdma_check(lb, IBV_WR_RDMA_WRITE, &s_src, buf[REM], mr[REM]->rkey, i,
+				 buf[SRC], buf[REM]);
 		if (ret)
 			break;
 		st->writes++;
-		if (memcmp(buf[SRC], buf[REM], size)) {
-			ret = pc_set_error(-EBADMSG, "%s: RDMA WRITE %llu: target differs",
-					   lb->dev->name, (unsigned long long)i);
-			break;
-		}
-		ret = post_rdma(lb, IBV_WR_RDMA_READ, &s_rd, (uintptr_t)buf[REM], mr[REM]->rkey, i);
-		if (!ret)
-			ret = wait_one(lb, 0, IBV_WC_RDMA_READ, i, "RDMA_READ");
+		ret = rdma_check(lb, IBV_WR_RDMA_READ, &s_rd, buf[REM], mr[REM]->rkey, i, buf[SRC],
+				 buf[RD]);
 		if (ret)
 			break;
 		st->reads++;
-		if (memcmp(buf[SRC], buf[RD], size)) {
-			ret = pc_set_error(-EBADMSG, "%s: RDMA READ %llu: data differs",
-					   lb->dev->name, (unsigned long long)i);
-			break;
-		}
 		st->bytes_checked += 2ULL * size;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);

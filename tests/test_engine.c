@@ -311,7 +311,11 @@ static void *sender_main(void *arg)
 	return NULL;
 }
 
-/* 100,000 messages over 4 connections on 2 workers per side, through the SRQ. */
+/*
+ * 100,000 messages over 4 connections through the SRQ: the server has 2
+ * workers (2 QPs each, least-loaded placement), the client 1 worker with all
+ * 4 QPs, fed by 4 application threads at once.
+ */
 START_TEST(test_seq_100k_two_workers)
 {
 	const uint32_t per = 25000;
@@ -320,11 +324,11 @@ START_TEST(test_seq_100k_two_workers)
 	struct pc_engine *srv, *cli;
 	struct sender snd[4];
 	uint64_t t0, total = 0;
-	unsigned int i, on_w0 = 0;
+	unsigned int i;
 	uint16_t port;
 
 	srv = server_start(2, &port);
-	cli = client_start(PC_HANDOFF_HANDLER, 2, 5);
+	cli = client_start(PC_HANDOFF_HANDLER, 1, 5);
 	ck_assert_int_eq(pc_app_attach(cli, 0), 0);
 	client_connect(cli, port, 4);
 	t0 = now_ms();
@@ -340,10 +344,7 @@ START_TEST(test_seq_100k_two_workers)
 		pc_conn_info(cc[i].conn, &info[i]);
 		ck_assert_uint_eq(info[i].msgs_sent, per);
 		ck_assert_uint_eq(info[i].msgs_recv, per);
-		on_w0 += info[i].worker == 0;
 	}
-	/* least-loaded placement spreads them over both workers */
-	ck_assert_uint_eq(on_w0, 2);
 	ck_assert_uint_eq(atomic_load(&srv_msgs), 4 * per);
 	for (i = 0; i < 2; i++) {
 		ck_assert_int_eq(pc_engine_stats(srv, i, &ws), 0);
