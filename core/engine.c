@@ -372,6 +372,9 @@ static int msg_submit(struct pc_msg *pm, uint8_t type)
 	if (pc_unlikely(pm->len > pm->cap))
 		return pc_set_error(-EMSGSIZE, "message of %u bytes exceeds capacity %u", pm->len,
 				    pm->cap);
+	if (pc_unlikely(!c->raw && c->peer_max_msg && pm->len > c->peer_max_msg))
+		return pc_set_error(-EMSGSIZE, "%s qp 0x%x: message of %u bytes exceeds the peer's maximum %u",
+				    c->w->dev->name, c->qpn, pm->len, c->peer_max_msg);
 	if (pc_unlikely(c->w != m->w))
 		return pc_set_error(-EXDEV, "message belongs to %s, connection to %s", m->w->name,
 				    c->w->name);
@@ -400,9 +403,17 @@ int pc_call(struct pc_msg *msg, uint64_t *req_id)
 		return -EAGAIN;
 	msg->req_id = __atomic_fetch_add(&c->next_req_id, 1, __ATOMIC_RELAXED);
 	ret = msg_submit(msg, PC_MSG_REQUEST);
-	if (!ret && req_id)
+	if (ret) {
+		/* give the id back unless another thread took the next one meanwhile */
+		uint64_t next = msg->req_id + 1;
+
+		__atomic_compare_exchange_n(&c->next_req_id, &next, msg->req_id, false,
+					    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+		return ret;
+	}
+	if (req_id)
 		*req_id = msg->req_id;
-	return ret;
+	return 0;
 }
 
 int pc_reply(struct pc_msg *req)

@@ -420,6 +420,48 @@ START_TEST(test_rpc)
 }
 END_TEST
 
+/* Peers with different windows and message sizes: each side honours the other's. */
+START_TEST(test_peers_differ)
+{
+	struct pc_engine_params sp = {
+		.msg_size = 1024, .on_conn = srv_on_conn, .on_msg = srv_on_msg, .no_numa = true,
+	};
+	struct pc_engine_params cp = {
+		.window = 200, .rx_bufs = 2048, .on_conn = cli_on_conn, .on_msg = cli_on_msg,
+		.no_numa = true,
+	};
+	struct pc_engine *srv, *cli;
+	struct pc_msg *m;
+	unsigned int i;
+
+	srv = pc_engine_create(&sp);
+	ck_assert_ptr_nonnull(srv);
+	ck_assert_int_eq(pc_listen(srv, addr(), 0), 0);
+	cli = pc_engine_create(&cp);
+	ck_assert_ptr_nonnull(cli);
+	memset(cc, 0, sizeof(cc));
+	ck_assert_int_eq(pc_app_attach(cli, 0), 0);
+	client_connect(cli, pc_listen_port(srv), 2);
+	/* 200 requests in flight allowed here, 64 credits granted by the server */
+	for (i = 0; i < 2; i++)
+		atomic_store(&cc[i].expect_rpc, 1);
+	for (i = 0; i < 2; i++)
+		send_seq(i, 2000, 200, true);
+	wait_received(2, 2000, 300);
+	/* larger than the server accepts: refused at submit, still ours */
+	m = pc_msg_alloc(cc[0].conn);
+	ck_assert_ptr_nonnull(m);
+	m->len = 2000;
+	ck_assert_int_eq(pc_send(m), -EMSGSIZE);
+	ck_assert_ptr_nonnull(strstr(pc_last_error(), "peer's maximum 1024"));
+	m->len = 1024;
+	ck_assert_int_eq(pc_msg_release(m), 0);
+	ck_assert(!atomic_load(&cc[0].down));
+	pc_engine_destroy(cli);
+	pc_engine_destroy(srv);
+}
+END_TEST
+
 /* --- one-sided operations ------------------------------------------------------------------- */
 
 static struct pc_conn *srv_conn_last;
@@ -845,6 +887,7 @@ int main(int argc, char **argv)
 	ADD(connect_echo_wr_ex);
 	ADD(seq_100k_two_workers);
 	ADD(rpc);
+	ADD(peers_differ);
 	ADD(rdma_write_read);
 	ADD(ring_mode_slow_consumer);
 	ADD(srq_limit_event);

@@ -143,25 +143,30 @@ void dp_deliver_overflow(struct pc_worker *w)
 	}
 }
 
-/* Keeps each application slot stocked with send buffers. */
+/*
+ * Keeps each application slot stocked with send buffers, up to its share
+ * (half the pool split over the slots: the worker keeps the rest).
+ */
 void dp_topup_txfree(struct pc_worker *w)
 {
 	void *objs[32];
-	unsigned int i, n, k, put;
+	unsigned int i, n, k, put, want;
 
 	for (i = 0; i < w->nchans; i++) {
-		struct pc_ring_spsc *r = w->chans[i].txfree;
+		struct chan *ch = &w->chans[i];
+		unsigned int have = pc_ring_spsc_count(ch->txfree);
 
-		if (pc_likely(pc_ring_spsc_free_count(r) < PC_ARRAY_SIZE(objs)))
+		if (pc_likely(have >= ch->tx_share / 2))
 			continue;
-		for (n = 0; n < PC_ARRAY_SIZE(objs); n++) {
+		want = PC_MIN(ch->tx_share - have, (unsigned int)PC_ARRAY_SIZE(objs));
+		for (n = 0; n < want; n++) {
 			struct msg *m = dp_tx_alloc(w);
 
 			if (!m)
 				break;
 			objs[n] = m;
 		}
-		put = n ? pc_ring_spsc_enqueue_burst(r, objs, n) : 0;
+		put = n ? pc_ring_spsc_enqueue_burst(ch->txfree, objs, n) : 0;
 		for (k = put; k < n; k++)
 			dp_msg_release(w, objs[k]);
 	}
@@ -315,10 +320,10 @@ static inline uint64_t credits_avail(struct conn *c)
 
 	/*
 	 * Accept only plausible grants: never backwards, never more than a
-	 * window ahead of what we sent. Anything else is a torn read or a
+	 * window (the peer's) ahead of what we sent. Anything else is a torn read or a
 	 * broken peer; either way the old value stays safe.
 	 */
-	if (g > c->peer_grant_seen && g - c->sent_credited <= c->window)
+	if (g > c->peer_grant_seen && g - c->sent_credited <= c->peer_window)
 		c->peer_grant_seen = g;
 	return c->peer_grant_seen - c->sent_credited;
 }

@@ -116,14 +116,15 @@ static int worker_setup(struct pc_worker *w)
 		return -errno;
 	for (i = 0; i < w->nchans; i++) {
 		struct chan *ch = &w->chans[i];
-		uint32_t share = (uint32_t)pc_align_pow2(p->tx_bufs / (w->nchans + 1) + 1);
+		uint32_t share = PC_MAX(p->tx_bufs / (2 * w->nchans), 1u);
 
 		if (p->handoff == PC_HANDOFF_RING) {
 			ch->to_app = pc_ring_spsc_create(p->ring_size);
 			if (!ch->to_app)
 				return -errno;
 		}
-		ch->txfree = pc_ring_spsc_create(share);
+		ch->tx_share = share;
+		ch->txfree = pc_ring_spsc_create((unsigned int)pc_align_pow2(share));
 		if (!ch->txfree)
 			return -errno;
 		ch->ovf_tail = &ch->ovf_head;

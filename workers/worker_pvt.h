@@ -229,6 +229,7 @@ struct conn {
 	/* the peer RDMA-WRITEs its cumulative grant into [0]; [1] is our outgoing copy */
 	volatile uint64_t *credit_word;
 	uint32_t peer_max_msg;
+	uint32_t peer_window;	/* credits the peer grants at most (its window) */
 	struct cm_priv peer_priv;	/* what the peer said, applied by conn_apply_peer() */
 	bool peer_raw;
 	int want_worker;
@@ -244,6 +245,7 @@ struct chan {
 	struct pc_ring_spsc *txfree;	/* send buffers ready for the app */
 	struct wr_ctx *ovf_head, **ovf_tail;	/* to_app was full: held here, in order */
 	uint32_t ovf;
+	uint32_t tx_share;	/* send buffers kept in txfree */
 };
 
 struct pc_worker {

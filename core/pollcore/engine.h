@@ -21,8 +21,8 @@
  *   pc_engine_stats, pc_conn_info    |   yes      |   yes            |   yes
  *
  *   (1) one thread, not concurrently with anything else on the engine.
- *   (2) ring mode: a thread attached with pc_app_attach(); its calls go to
- *       the worker through that worker's bounded MPSC submission ring.
+ *   (2) a thread attached with pc_app_attach() (either mode); its calls go
+ *       to the worker through that worker's bounded MPSC submission ring.
  *   (3) on the worker that owns the connection: direct, no ring.
  *
  * Callbacks (on_conn, on_msg, pc_op.done) run on the worker that owns the
@@ -138,7 +138,8 @@ enum pc_conn_event {
  * @devices: verbs device names, NULL-terminated; NULL: the first device.
  * @workers_per_device: default 1.
  * @handoff: PC_HANDOFF_HANDLER (default) or PC_HANDOFF_RING.
- * @app_threads: ring mode: application threads that will pc_app_attach().
+ * @app_threads: application threads that will pc_app_attach() (both modes;
+ *               each slot keeps a stock of send buffers), default 1.
  * @msg_size: largest payload, default 4096.
  * @rx_bufs: receive buffers per worker, default 1024.
  * @tx_bufs: send buffers per worker, default 1024.
@@ -268,9 +269,10 @@ struct pc_msg *pc_msg_alloc(struct pc_conn *conn);
  * Never dropped: without send-queue slots or credits it waits in the
  * connection's backlog.
  *
- * Return: 0; -ENOBUFS when the submission ring is full (ring mode; the
- * message is still yours, retry); -ENOTCONN when the connection is closing
- * (the message is released); -EMSGSIZE when len > cap.
+ * Return: 0; -ENOBUFS when the submission ring is full (any thread but the
+ * owning worker; the message is still yours, retry); -ENOTCONN when the
+ * connection is closing (the message is released); -EMSGSIZE when len > cap
+ * or more than the peer accepts (the message is still yours).
  */
 int pc_send(struct pc_msg *msg);
 
@@ -279,6 +281,9 @@ int pc_send(struct pc_msg *msg);
  * type PC_MSG_RESPONSE with the same req_id.
  * @msg: as for pc_send().
  * @req_id: filled with the request id.
+ *
+ * Request ids increase by one per call on a connection; a refused call
+ * gives its id back (unless another thread called meanwhile).
  *
  * Return: as pc_send(); -EAGAIN when the connection's request window is
  * full (the message is still yours).
