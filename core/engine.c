@@ -142,7 +142,7 @@ static void placement(struct pc_engine *e)
 struct pc_engine *pc_engine_create(const struct pc_engine_params *params)
 {
 	struct pc_engine *e = calloc(1, sizeof(*e));
-	unsigned int i;
+	unsigned int i, n;
 	int ret;
 
 	if (!e)
@@ -158,23 +158,23 @@ struct pc_engine *pc_engine_create(const struct pc_engine_params *params)
 	placement(e);
 	e->conns = cds_lfht_new(64, 64, 0, CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING, NULL);
 	e->slot_taken = calloc(e->p.app_threads, sizeof(*e->slot_taken));
-	e->nworkers = e->ndevs * e->p.workers_per_device;
-	if (posix_memalign((void **)&e->workers, PC_CACHELINE,
-			   e->nworkers * sizeof(*e->workers)) || !e->conns || !e->slot_taken) {
+	n = e->ndevs * e->p.workers_per_device;
+	if (posix_memalign((void **)&e->workers, PC_CACHELINE, n * sizeof(*e->workers)) ||
+	    !e->conns || !e->slot_taken) {
 		ret = -ENOMEM;
 		goto err;
 	}
-	memset(e->workers, 0, e->nworkers * sizeof(*e->workers));
+	memset(e->workers, 0, n * sizeof(*e->workers));
 	ret = cm_start(e);
 	if (ret)
 		goto err;
-	for (i = 0; i < e->nworkers; i++) {
+	/* nworkers counts started workers: destroy undoes exactly those */
+	for (i = 0; i < n; i++) {
 		ret = worker_start(e, &e->workers[i], i, e->devs[i / e->p.workers_per_device],
 				   e->plan ? &e->plan->entries[i] : NULL);
-		if (ret) {
-			e->nworkers = i;
+		if (ret)
 			goto err;
-		}
+		e->nworkers++;
 	}
 	return e;
 err:
@@ -192,15 +192,20 @@ static unsigned int conns_attached(const struct pc_engine *e)
 	return n;
 }
 
-static void retire_held(struct conn *c)
+/* After the workers stopped: whatever is left is destroyed now. */
+static void retire_left(struct conn *c)
 {
-	/* workers are stopped: nobody else touches c */
-	if (c->state == CONN_DRAINED) {
+	/* workers are stopped: only the control thread and we touch c */
+	if (c->state == CONN_RETIRED)
+		return;
+	if (c->state == CONN_DRAINED)
 		pc_warn("%s qp 0x%x: %u buffers still held by the application; freed with the engine",
 			c->w->dev->name, c->qpn, c->held);
-		c->state = CONN_RETIRED;
-		engine_ctl_post(c, CTL_RETIRE);
-	}
+	else
+		pc_warn("%s qp 0x%x: not drained when the engine stopped; destroying it",
+			c->w->dev->name, c->qpn);
+	c->state = CONN_RETIRED;
+	engine_ctl_post(c, CTL_RETIRE);
 }
 
 struct visit {
@@ -249,10 +254,10 @@ static void visit_close(struct pc_conn *c, void *arg)
 	engine_request_close((struct conn *)c);
 }
 
-static void visit_retire_held(struct pc_conn *c, void *arg)
+static void visit_retire_left(struct pc_conn *c, void *arg)
 {
 	(void)arg;
-	retire_held((struct conn *)c);
+	retire_left((struct conn *)c);
 }
 
 static void wait_for(struct pc_engine *e, bool (*done)(struct pc_engine *e), int ms)
@@ -285,7 +290,7 @@ static void close_all_and_stop_workers(struct pc_engine *e)
 	for (i = 0; i < e->nworkers; i++)
 		worker_stop(&e->workers[i]);
 	if (e->conns && e->ctl_started) {
-		pc_engine_for_each_conn(e, visit_retire_held, NULL);
+		pc_engine_for_each_conn(e, visit_retire_left, NULL);
 		wait_for(e, all_retired, 10000);
 	}
 }
@@ -298,6 +303,9 @@ void pc_engine_destroy(struct pc_engine *e)
 		return;
 	close_all_and_stop_workers(e);
 	cm_stop(e);
+	/* every QP is gone: now the CQs and SRQs can go */
+	for (i = 0; i < e->nworkers; i++)
+		worker_destroy(&e->workers[i]);
 	if (e->conns)
 		cds_lfht_destroy(e->conns, NULL);
 	for (i = 0; e->devs && i < e->ndevs; i++)

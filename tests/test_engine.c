@@ -284,6 +284,28 @@ START_TEST(test_connect_echo)
 }
 END_TEST
 
+/* Bad configuration is refused with exact errors and a message that names it. */
+START_TEST(test_create_errors)
+{
+	const char *nodev[] = { "nosuchdev9", NULL };
+	struct pc_engine_params p = { .devices = nodev, .on_msg = cli_on_msg, .no_numa = true };
+
+	errno = 0;
+	ck_assert_ptr_null(pc_engine_create(&p));
+	ck_assert_int_eq(errno, ENODEV);
+	ck_assert_ptr_nonnull(strstr(pc_last_error(), "nosuchdev9"));
+
+	p = (struct pc_engine_params){ .window = 512, .rx_bufs = 256, .on_msg = cli_on_msg };
+	ck_assert_ptr_null(pc_engine_create(&p));
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_ptr_nonnull(strstr(pc_last_error(), "window 512"));
+
+	p = (struct pc_engine_params){ .no_numa = true }; /* handler mode without a handler */
+	ck_assert_ptr_null(pc_engine_create(&p));
+	ck_assert_int_eq(errno, EINVAL);
+}
+END_TEST
+
 /* The same, posting through ibv_qp_ex / ibv_wr_* (the mlx5 path; works on rxe too). */
 START_TEST(test_connect_echo_wr_ex)
 {
@@ -883,6 +905,7 @@ int main(int argc, char **argv)
 		suite_add_tcase(s, tc);                  \
 	} while (0)
 	/* one case per test: CK_RUN_CASE=<name> runs one */
+	ADD(create_errors);
 	ADD(connect_echo);
 	ADD(connect_echo_wr_ex);
 	ADD(seq_100k_two_workers);

@@ -436,7 +436,7 @@ static void *worker_main(void *arg)
 		rcu_quiescent_state();
 	}
 	rcu_unregister_thread();
-	worker_teardown(w);
+	/* resources go in worker_destroy(), once no QP uses the CQ and SRQ */
 	return NULL;
 }
 
@@ -478,6 +478,12 @@ void worker_stop(struct pc_worker *w)
 	atomic_store(&w->stop, 1);
 	(void)!write(w->efd, &one, sizeof(one));
 	pthread_join(w->thread, NULL);
+}
+
+void worker_destroy(struct pc_worker *w)
+{
+	/* the thread is joined: its objects are ours now */
+	worker_teardown(w);
 }
 
 struct chan *worker_chan(struct pc_worker *w, unsigned int slot)

@@ -323,6 +323,7 @@ void conn_apply_peer(struct conn *c);
 int worker_start(struct pc_engine *e, struct pc_worker *w, unsigned int idx, struct pc_dev *dev,
 		 const struct pc_plan_entry *place);
 void worker_stop(struct pc_worker *w);
+void worker_destroy(struct pc_worker *w);
 void worker_ctl_post(struct conn *c, enum ctl_kind kind);
 void worker_wake(struct pc_worker *w);
 
