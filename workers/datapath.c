@@ -94,7 +94,8 @@ void dp_msg_release(struct pc_worker *w, struct msg *m)
 		return;
 	CSTAT_ADD(c, held, (uint32_t)-1);
 	STAT_ADD(w, rx_held, (uint32_t)-1);
-	if (c->state == CONN_UP && !c->raw) {
+	if (c->state <= CONN_UP && !c->raw) {
+		/* granted at the next flush once UP (a passive side may receive earlier) */
 		c->grant_pending++;
 		dp_mark_dirty(w, c);
 	} else if (c->state == CONN_DRAINED) {

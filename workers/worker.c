@@ -258,7 +258,7 @@ unsigned int worker_apply_ctl(struct pc_worker *w)
 				p->on_conn((struct pc_conn *)c, PC_CONN_UP, p->arg);
 			if (c->creq)
 				engine_connect_done(c, 0);
-			if (c->backlog)
+			if (c->bl_head || c->grant_pending)
 				dp_mark_dirty(w, c);
 			break;
 		case CTL_CLOSE:

@@ -29,6 +29,7 @@
 #include <semaphore.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <infiniband/verbs.h>
@@ -284,7 +285,9 @@ struct pc_worker {
 	/* wakeups (hybrid idle) */
 	int efd;
 	struct ibv_comp_channel *ch;
-	atomic_int sleeping;
+
+	/* written by other threads: away from the worker's hot line */
+	atomic_int sleeping pc_cache_aligned;
 	atomic_int srq_limit;	/* set by the control thread on SRQ_LIMIT_REACHED */
 	atomic_int stop;
 	atomic_uint nconns;	/* attached, not retired: least-loaded choice */
@@ -296,8 +299,14 @@ struct pc_worker {
 	char name[16];
 	atomic_int ready;
 
-	struct pc_worker_stats st;
+	/* written by the worker, sampled by anyone */
+	struct pc_worker_stats st pc_cache_aligned;
 } __attribute__((aligned(PC_CACHELINE)));
+
+static_assert(ATOMIC_INT_LOCK_FREE == 2 && ATOMIC_LLONG_LOCK_FREE == 2,
+	      "worker flags and counters need lock-free atomics");
+static_assert(offsetof(struct pc_worker, sleeping) % PC_CACHELINE == 0,
+	      "cross-thread flags start their own cache line");
 
 /* Relaxed counters: one writer (the worker), sampled by anyone. */
 #define STAT_ADD(w, f, n) \
