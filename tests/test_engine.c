@@ -215,6 +215,20 @@ static void client_connect(struct pc_engine *e, uint16_t port, unsigned int n)
 	}
 }
 
+/* A listening server and a client (main thread on slot 0) with @n connections. */
+static void pair_start(const struct pc_engine_params *sp, const struct pc_engine_params *cp,
+		       unsigned int n, struct pc_engine **srv, struct pc_engine **cli)
+{
+	*srv = pc_engine_create(sp);
+	ck_assert_msg(*srv, "server: %s", pc_last_error());
+	ck_assert_int_eq(pc_listen(*srv, addr(), 0), 0);
+	*cli = pc_engine_create(cp);
+	ck_assert_msg(*cli, "client: %s", pc_last_error());
+	memset(cc, 0, sizeof(cc));
+	ck_assert_int_eq(pc_app_attach(*cli, 0), 0);
+	client_connect(*cli, pc_listen_port(*srv), n);
+}
+
 /* Sends @count messages of @size on connection @i, retrying on backpressure. */
 static void send_seq(unsigned int i, uint32_t count, uint32_t size, bool rpc)
 {
@@ -456,14 +470,7 @@ START_TEST(test_peers_differ)
 	struct pc_msg *m;
 	unsigned int i;
 
-	srv = pc_engine_create(&sp);
-	ck_assert_ptr_nonnull(srv);
-	ck_assert_int_eq(pc_listen(srv, addr(), 0), 0);
-	cli = pc_engine_create(&cp);
-	ck_assert_ptr_nonnull(cli);
-	memset(cc, 0, sizeof(cc));
-	ck_assert_int_eq(pc_app_attach(cli, 0), 0);
-	client_connect(cli, pc_listen_port(srv), 2);
+	pair_start(&sp, &cp, 2, &srv, &cli);
 	/* 200 requests in flight allowed here, 64 credits granted by the server */
 	for (i = 0; i < 2; i++)
 		atomic_store(&cc[i].expect_rpc, 1);
@@ -783,14 +790,7 @@ START_TEST(test_hybrid_idle)
 	struct pc_worker_stats a, b;
 	struct pc_engine *srv, *cli;
 
-	srv = pc_engine_create(&sp);
-	ck_assert_ptr_nonnull(srv);
-	ck_assert_int_eq(pc_listen(srv, addr(), 0), 0);
-	cli = pc_engine_create(&cp);
-	ck_assert_ptr_nonnull(cli);
-	memset(cc, 0, sizeof(cc));
-	ck_assert_int_eq(pc_app_attach(cli, 0), 0);
-	client_connect(cli, pc_listen_port(srv), 1);
+	pair_start(&sp, &cp, 1, &srv, &cli);
 	usleep(500000);
 	pc_engine_stats(srv, 0, &a);
 	ck_assert_uint_gt(a.sleeps, 0);
