@@ -145,7 +145,7 @@ want_msgs=$((N_RAW + 2000 * 3 + 2000))
 want_bytes=$((N_RAW * 16 + 2000 * (1 + 16 + 4096) + 2000 * 16))
 want_conns=$((N_RAW + 2 * 3 + 4 + 1)) # and the one refused a too-large message
 
-client_fails big "closed after 0 of 3 responses" --count 3 --size 8192
+client_fails big "exceeds the peer's maximum 4096" --count 3 --size 8192
 client_fails refused "cannot connect to $ADDR port 7999" --port 7999 --count 1
 stop_server server
 want="$want_msgs messages ($want_bytes bytes) echoed on $want_conns connections, 0 errors"
