@@ -42,11 +42,9 @@
 #define DEFAULT_PORT 7471
 #define MAX_MSG	     (1u << 20)
 /*
- * Requests in flight per connection: at most the credit window both sides
- * use by default (pc_engine_params.window). Raising the client's window above
- * the server's stalls the server for good (the credit check in
- * workers/datapath.c, credits_avail(), bounds the peer's grant by the local
- * window), so the client keeps the default.
+ * Requests in flight per connection: at most the engine's request window
+ * (pc_engine_params.window, default 64); pc_call() refuses more with -EAGAIN.
+ * The server's credits bound what is on the wire either way.
  */
 #define MAX_WINDOW 64u
 #define STALL_S	   30 /* the client gives up after this long without a response */
