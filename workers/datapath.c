@@ -185,7 +185,9 @@ static void dp_recv(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
 	w->srq_outstanding--;
 	m->in_srq = 0;
 	if (pc_unlikely(wc->status != IBV_WC_SUCCESS)) {
-		STAT_ADD(w, wc_errors, 1);
+		/* flushes are how a closing QP ends, not errors */
+		if (wc->status != IBV_WC_WR_FLUSH_ERR)
+			STAT_ADD(w, wc_errors, 1);
 		pc_pool_put(w->rx, m->buf);
 		if (c && wc->status != IBV_WC_WR_FLUSH_ERR)
 			drain_fail(w, c, pc_wc_error(w->dev, wc, "RECV"));
@@ -303,10 +305,11 @@ void dp_handle_wc(struct pc_worker *w, struct ibv_wc *wc)
 	}
 	c = ctx->conn;
 	if (pc_unlikely(wc->status != IBV_WC_SUCCESS)) {
-		STAT_ADD(w, wc_errors, 1);
 		err = pc_wc_error(w->dev, wc, ctx_what(ctx));
-		if (wc->status != IBV_WC_WR_FLUSH_ERR)
+		if (wc->status != IBV_WC_WR_FLUSH_ERR) {
+			STAT_ADD(w, wc_errors, 1);
 			drain_fail(w, c, err);
+		}
 	}
 	dp_sq_complete(w, c, ctx, err);
 }

@@ -433,7 +433,7 @@ struct pc_worker_stats {
 	uint64_t sleep_ns;	/* and for how long */
 	uint64_t wakeups_cq;	/* woken by a completion event */
 	uint64_t wakeups_submit;/* woken by the eventfd */
-	uint64_t wc_errors;
+	uint64_t wc_errors;	/* failed completions, flushes of closing QPs excluded */
 	uint64_t stray_completions;	/* completions for a QP no longer known */
 	uint32_t conns;
 	uint32_t rx_held;	/* receive buffers held by the application */
