@@ -36,6 +36,7 @@ void engine_ctl_post(struct conn *c, enum ctl_kind kind)
 	m->kind = (uint8_t)kind;
 	m->conn = c;
 	cds_wfcq_node_init(&m->node);
+	ctl_msg_publish(m);
 	/* release: the conn's state is published with the node (wfcqueue) */
 	cds_wfcq_enqueue(&c->e->req_head, &c->e->req_tail, &m->node);
 	(void)!write(c->e->ctl_efd, &one, sizeof(one));
@@ -420,6 +421,22 @@ static void on_async_event(struct pc_engine *e, struct pc_dev *d, struct ibv_asy
 	(void)e;
 }
 
+/* Active side, on the control thread: every rdma_cm id is created here. */
+static void conn_start_connect(struct pc_engine *e, struct conn *c)
+{
+	struct rdma_addrinfo *res = c->res;
+	int ret = 0;
+
+	c->res = NULL;
+	if (rdma_create_id(e->ch, &c->id, c, RDMA_PS_TCP))
+		ret = pc_set_error(pc_neg_errno(-1), "rdma_create_id: %s", strerror(errno));
+	else if (rdma_resolve_addr(c->id, res->ai_src_addr, res->ai_dst_addr, 2000))
+		ret = pc_set_error(pc_neg_errno(-1), "rdma_resolve_addr: %s", strerror(errno));
+	rdma_freeaddrinfo(res);
+	if (ret)
+		conn_begin_close(c, ret);
+}
+
 /* --- the thread ----------------------------------------------------------------------- */
 
 static void ctl_requests(struct pc_engine *e)
@@ -430,9 +447,11 @@ static void ctl_requests(struct pc_engine *e)
 	(void)!read(e->ctl_efd, &v, sizeof(v));
 	/* single dequeuer: the control thread */
 	while ((node = __cds_wfcq_dequeue_blocking(&e->req_head, &e->req_tail))) {
-		struct ctl_msg *m = caa_container_of(node, struct ctl_msg, node);
+		struct ctl_msg *m = ctl_msg_take(node);
 
-		if (m->kind == CTL_CLOSE_REQ)
+		if (m->kind == CTL_CONNECT)
+			conn_start_connect(e, m->conn);
+		else if (m->kind == CTL_CLOSE_REQ)
 			conn_begin_close(m->conn, 0);
 		else if (m->kind == CTL_RETIRE)
 			conn_retire(e, m->conn);
@@ -623,25 +642,10 @@ struct pc_conn *pc_connect(struct pc_engine *e, const char *addr, uint16_t port,
 	c->user = user;
 	c->want_worker = worker;
 	c->creq = &req;
+	c->res = res;
 	sem_init(&req.done, 0, 0);
-	if (rdma_create_id(e->ch, &c->id, c, RDMA_PS_TCP)) {
-		ret = pc_set_error(pc_neg_errno(-1), "rdma_create_id: %s", strerror(errno));
-		free(c);
-		rdma_freeaddrinfo(res);
-		errno = -ret;
-		return NULL;
-	}
-	/* from here on the control thread owns c; it always answers through req */
-	if (rdma_resolve_addr(c->id, res->ai_src_addr, res->ai_dst_addr, 2000)) {
-		ret = pc_set_error(pc_neg_errno(-1), "rdma_resolve_addr(%s): %s", addr,
-				   strerror(errno));
-		rdma_destroy_id(c->id);
-		free(c);
-		rdma_freeaddrinfo(res);
-		errno = -ret;
-		return NULL;
-	}
-	rdma_freeaddrinfo(res);
+	/* the control thread creates the id and resolves; it always answers through req */
+	engine_ctl_post(c, CTL_CONNECT);
 	clock_gettime(CLOCK_REALTIME, &ts);
 	ts.tv_sec += timeout_ms / 1000;
 	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000;

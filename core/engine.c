@@ -204,7 +204,7 @@ static void retire_left(struct conn *c)
 	else
 		pc_warn("%s qp 0x%x: not drained when the engine stopped; destroying it",
 			c->w->dev->name, c->qpn);
-	c->state = CONN_RETIRED;
+	conn_set_state(c, CONN_RETIRED);
 	engine_ctl_post(c, CTL_RETIRE);
 }
 
@@ -229,7 +229,7 @@ static unsigned int walk(struct pc_engine *e, const struct visit *v)
 	     cds_lfht_next(e->conns, &it)) {
 		struct conn *c = caa_container_of(node, struct conn, node);
 
-		if (c->state == CONN_RETIRED)
+		if (__atomic_load_n(&c->state, __ATOMIC_RELAXED) == CONN_RETIRED)
 			continue;
 		v->fn((struct pc_conn *)c, v->arg);
 		n++;

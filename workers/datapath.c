@@ -226,7 +226,9 @@ static void dp_recv(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
 			drain_fail(w, c, -EPROTO);
 			return;
 		}
-		w->credits_out--;
+		/* drain_begin() already took back every credit of a closing conn */
+		if (pc_likely(c->state < CONN_DRAINING))
+			w->credits_out--;
 		m->pub.len = len - HDR;
 		m->pub.type = h->type;
 		m->pub.req_id = h->req_id;

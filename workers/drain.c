@@ -68,7 +68,7 @@ void drain_begin(struct pc_worker *w, struct conn *c)
 	if (c->state >= CONN_DRAINING)
 		return;
 	c->was_up = c->state == CONN_UP;
-	c->state = CONN_DRAINING;
+	conn_set_state(c, CONN_DRAINING);
 	ret = pc_qp_to_err(w->dev, c->qp);
 	if (ret)
 		pc_debug("%s qp 0x%x: to ERR: %s", w->dev->name, c->qpn, pc_last_error());
@@ -140,7 +140,7 @@ void drain_poll(struct pc_worker *w)
 			continue;
 		}
 		*pp = c->drain_next;
-		c->state = CONN_DRAINED;
+		conn_set_state(c, CONN_DRAINED);
 		if (c->was_up && p->on_conn)
 			p->on_conn((struct pc_conn *)c, PC_CONN_DOWN, p->arg);
 		STAT_ADD(w, conns, (uint32_t)-1);
@@ -156,7 +156,7 @@ void drain_maybe_retire(struct pc_worker *w, struct conn *c)
 		return;
 	if (*slot == c)
 		*slot = NULL;
-	c->state = CONN_RETIRED;
+	conn_set_state(c, CONN_RETIRED);
 	atomic_fetch_sub(&w->nconns, 1);
 	engine_ctl_post(c, CTL_RETIRE);
 }

@@ -236,13 +236,13 @@ unsigned int worker_apply_ctl(struct pc_worker *w)
 		return 0;
 	/* single dequeuer: the worker; the wfcqueue orders the conn's fields */
 	while ((node = __cds_wfcq_dequeue_blocking(&w->ctl_head, &w->ctl_tail))) {
-		struct ctl_msg *cm = caa_container_of(node, struct ctl_msg, node);
+		struct ctl_msg *cm = ctl_msg_take(node);
 		struct conn *c = cm->conn;
 
 		n++;
 		switch (cm->kind) {
 		case CTL_ATTACH:
-			c->state = CONN_ATTACHED;
+			conn_set_state(c, CONN_ATTACHED);
 			c->bl_tail = &c->bl_head;
 			w->credits_out += c->window;
 			w->cache[c->qpn & (PC_ARRAY_SIZE(w->cache) - 1)] = c;
@@ -253,7 +253,7 @@ unsigned int worker_apply_ctl(struct pc_worker *w)
 				break;
 			if (!c->passive)
 				conn_apply_peer(c);
-			c->state = CONN_UP;
+			conn_set_state(c, CONN_UP);
 			if (p->on_conn)
 				p->on_conn((struct pc_conn *)c, PC_CONN_UP, p->arg);
 			if (c->creq)
@@ -278,6 +278,7 @@ void worker_ctl_post(struct conn *c, enum ctl_kind kind)
 	m->kind = (uint8_t)kind;
 	m->conn = c;
 	cds_wfcq_node_init(&m->node);
+	ctl_msg_publish(m);
 	/* release: the conn's fields are published with the node (wfcqueue) */
 	cds_wfcq_enqueue(&c->w->ctl_head, &c->w->ctl_tail, &m->node);
 	worker_wake(c->w);

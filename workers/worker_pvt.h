@@ -141,6 +141,7 @@ enum ctl_kind {
 	CTL_ATTACH = 0,	/* control -> worker: new QP on your CQ/SRQ */
 	CTL_UP,		/* control -> worker: established */
 	CTL_CLOSE,	/* control -> worker: QP is in ERR (or going); drain it */
+	CTL_CONNECT,	/* app -> control: create the id and connect (pc_connect) */
 	CTL_CLOSE_REQ,	/* app/worker -> control: please close this connection */
 	CTL_RETIRE,	/* worker -> control: drained and unheld; destroy */
 	CTL_MAX,
@@ -151,7 +152,30 @@ struct ctl_msg {
 	struct cds_wfcq_node node;
 	uint8_t kind;
 	struct conn *conn;
+	/*
+	 * Release/acquire around the wfcqueue: liburcu's own barriers are
+	 * inline asm that ThreadSanitizer cannot see; this makes the edge
+	 * explicit (control path only, never per message).
+	 */
+	atomic_uint published;
 };
+
+/* Publishes @m's connection state before the wfcqueue enqueue. */
+static inline void ctl_msg_publish(struct ctl_msg *m)
+{
+	/* release: pairs with the acquire in ctl_msg_take() */
+	atomic_store_explicit(&m->published, 1, memory_order_release);
+}
+
+/* The dequeued message, with everything written before its publish visible. */
+static inline struct ctl_msg *ctl_msg_take(struct cds_wfcq_node *node)
+{
+	struct ctl_msg *m = caa_container_of(node, struct ctl_msg, node);
+
+	/* acquire: pairs with the release in ctl_msg_publish() */
+	(void)atomic_load_explicit(&m->published, memory_order_acquire);
+	return m;
+}
 
 /* A pc_connect() waiting for its connection. */
 struct connect_req {
@@ -223,6 +247,7 @@ struct conn {
 	struct rcu_head rcu;
 	struct ctl_msg ctl[CTL_MAX];	/* one node per kind: each is posted at most once */
 	atomic_bool close_req;		/* CTL_CLOSE_REQ posted */
+	struct rdma_addrinfo *res;	/* active side: resolved by pc_connect() */
 	bool passive;
 	bool closing;			/* control: rdma_disconnect called, CLOSE posted */
 	bool attached;			/* control: CTL_ATTACH posted */
@@ -237,6 +262,16 @@ struct conn {
 	struct connect_req *creq;	/* active side, until UP or failure */
 	int close_err;
 };
+
+/*
+ * c->state is written by the owning worker (by control once the workers
+ * stopped) and read by pc_engine_for_each_conn() walkers: relaxed atomics,
+ * which cost nothing on the worker's own plain reads.
+ */
+static inline void conn_set_state(struct conn *c, enum conn_state s)
+{
+	__atomic_store_n(&c->state, (uint8_t)s, __ATOMIC_RELAXED);
+}
 
 /* --- workers --------------------------------------------------------------- */
 
