@@ -271,6 +271,9 @@ static void diag_dump(void)
 		pc_engine_print_stats(diag_engines[i], stderr);
 		pc_engine_for_each_conn(diag_engines[i], diag_conn, (void *)who[i]);
 	}
+	/* time to attach a debugger to the stuck engines */
+	if (getenv("PC_TEST_DIAG_PAUSE"))
+		sleep((unsigned int)atoi(getenv("PC_TEST_DIAG_PAUSE")));
 }
 
 /* Sends @count messages of @size on connection @i, retrying on backpressure. */
@@ -291,6 +294,8 @@ static void send_seq(unsigned int i, uint32_t count, uint32_t size, bool rpc)
 			}
 			usleep(50);
 		}
+		/* the deadline is on progress, not on the whole sequence */
+		end = now_ms() + 120000;
 		m->len = fill(m->data, size, i, seq);
 		do {
 			ret = rpc ? pc_call(m, NULL) : pc_send(m);
