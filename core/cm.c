@@ -171,11 +171,24 @@ static int conn_attach(struct pc_engine *e, struct conn *c, struct pc_worker *w)
 	return 0;
 }
 
+/* Active conns wait in e->connecting until answered (control thread only). */
+static void connecting_del(struct pc_engine *e, struct conn *c)
+{
+	struct conn **pp;
+
+	for (pp = &e->connecting; *pp; pp = &(*pp)->connecting_next)
+		if (*pp == c) {
+			*pp = c->connecting_next;
+			c->connecting_next = NULL;
+			return;
+		}
+}
+
 /* Destroys a conn that never reached a worker. */
 static void conn_destroy_unattached(struct conn *c, int err)
 {
-	if (c->creq)
-		engine_connect_done(c, err);
+	connecting_del(c->e, c);
+	engine_connect_done(c, err);
 	if (c->id) {
 		if (c->id->qp)
 			rdma_destroy_qp(c->id);
@@ -203,8 +216,8 @@ static void conn_begin_close(struct conn *c, int err)
 static void conn_retire(struct pc_engine *e, struct conn *c)
 {
 	cds_lfht_del(e->conns, &c->node);
-	if (c->creq)
-		engine_connect_done(c, c->close_err ? c->close_err : -ECONNRESET);
+	connecting_del(e, c);
+	engine_connect_done(c, c->close_err ? c->close_err : -ECONNRESET);
 	rdma_destroy_qp(c->id);
 	rdma_destroy_id(c->id);
 	c->id = NULL;
@@ -421,6 +434,39 @@ static void on_async_event(struct pc_engine *e, struct pc_dev *d, struct ibv_asy
 	(void)e;
 }
 
+/* Answers and closes the active conns whose pc_connect() deadline passed. */
+static void connect_deadlines(struct pc_engine *e)
+{
+	struct conn **pp = &e->connecting;
+	uint64_t now = pc__now_ns();
+
+	while (*pp) {
+		struct conn *c = *pp;
+		struct connect_req *r;
+
+		if (atomic_load_explicit(&c->creq, memory_order_relaxed) &&
+		    now < c->connect_deadline_ns) {
+			pp = &c->connecting_next;
+			continue;
+		}
+		*pp = c->connecting_next;
+		c->connecting_next = NULL;
+		/* the worker may answer UP at the same time: one of us wins */
+		r = engine_connect_take(c);
+		if (!r)
+			continue;
+		if (c->qpn)
+			pc_set_error(-ETIMEDOUT, "%s qp 0x%x: not established within %u ms",
+				     ibv_get_device_name(c->id->verbs->device), c->qpn,
+				     c->connect_timeout_ms);
+		else
+			pc_set_error(-ETIMEDOUT, "address or route not resolved within %u ms",
+				     c->connect_timeout_ms);
+		engine_connect_answer(r, -ETIMEDOUT);
+		conn_begin_close(c, -ETIMEDOUT);
+	}
+}
+
 /* Active side, on the control thread: every rdma_cm id is created here. */
 static void conn_start_connect(struct pc_engine *e, struct conn *c)
 {
@@ -428,6 +474,8 @@ static void conn_start_connect(struct pc_engine *e, struct conn *c)
 	int ret = 0;
 
 	c->res = NULL;
+	c->connecting_next = e->connecting;
+	e->connecting = c;
 	if (rdma_create_id(e->ch, &c->id, c, RDMA_PS_TCP))
 		ret = pc_set_error(pc_neg_errno(-1), "rdma_create_id: %s", strerror(errno));
 	else if (rdma_resolve_addr(c->id, res->ai_src_addr, res->ai_dst_addr, 2000))
@@ -502,6 +550,8 @@ static void *ctl_main(void *arg)
 			}
 		}
 		ctl_requests(e);
+		if (e->connecting)
+			connect_deadlines(e);
 		rcu_quiescent_state();
 	}
 	/* conns freed with call_rcu must be gone before the engine is */
@@ -608,15 +658,27 @@ uint16_t pc_listen_port(struct pc_engine *e)
 	return e->listen_id ? e->listen_port : 0;
 }
 
-void engine_connect_done(struct conn *c, int err)
+struct connect_req *engine_connect_take(struct conn *c)
 {
-	struct connect_req *r = c->creq;
+	/* acq_rel: the winner sees the waiter's req; the loser sees NULL */
+	return atomic_exchange_explicit(&c->creq, NULL, memory_order_acq_rel);
+}
 
-	c->creq = NULL;
+void engine_connect_answer(struct connect_req *r, int err)
+{
 	r->err = err;
 	if (err)
 		snprintf(r->why, sizeof(r->why), "%s", pc_last_error());
+	/* release: sem_post publishes err/why to the waiter in pc_connect() */
 	sem_post(&r->done);
+}
+
+void engine_connect_done(struct conn *c, int err)
+{
+	struct connect_req *r = engine_connect_take(c);
+
+	if (r)
+		engine_connect_answer(r, err);
 }
 
 struct pc_conn *pc_connect(struct pc_engine *e, const char *addr, uint16_t port, int worker,
@@ -624,7 +686,6 @@ struct pc_conn *pc_connect(struct pc_engine *e, const char *addr, uint16_t port,
 {
 	struct connect_req req = { 0 };
 	struct rdma_addrinfo *res;
-	struct timespec ts;
 	struct conn *c;
 	int ret;
 
@@ -643,29 +704,17 @@ struct pc_conn *pc_connect(struct pc_engine *e, const char *addr, uint16_t port,
 	c->want_worker = worker;
 	c->creq = &req;
 	c->res = res;
+	c->connect_timeout_ms = timeout_ms > 0 ? (uint32_t)timeout_ms : 0;
+	c->connect_deadline_ns = pc__now_ns() + (uint64_t)c->connect_timeout_ms * 1000000;
 	sem_init(&req.done, 0, 0);
-	/* the control thread creates the id and resolves; it always answers through req */
+	/*
+	 * The control thread creates the id, resolves, connects and enforces
+	 * the deadline; it (or the worker, on UP) always answers through req,
+	 * so c is never touched here after the post.
+	 */
 	engine_ctl_post(c, CTL_CONNECT);
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += timeout_ms / 1000;
-	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
-	while ((ret = sem_timedwait(&req.done, &ts)) && errno == EINTR)
+	while (sem_wait(&req.done) && errno == EINTR)
 		;
-	if (ret) {
-		/* too slow: cancel, then wait for the control thread's answer */
-		pc_set_error(-ETIMEDOUT, "connect to %s port %u: no answer within %d ms", addr,
-			     port, timeout_ms);
-		engine_request_close(c);
-		while (sem_wait(&req.done) && errno == EINTR)
-			;
-		sem_destroy(&req.done);
-		errno = ETIMEDOUT;
-		return NULL;
-	}
 	sem_destroy(&req.done);
 	if (req.err) {
 		pc_set_error(req.err, "connect to %s port %u: %s", addr, port, req.why);

@@ -10,6 +10,7 @@
  *   req queue (wfcqueue)  | dequeue        | enqueue      | enqueue (pc_close)
  *   conns (rculfhash)     | add / del      | lookup (RCU) | lookup (RCU)
  *   live_conns            | inc / dec      | -            | read
+ *   connecting            | all            | -            | -
  */
 #ifndef PC_ENGINE_PVT_H
 #define PC_ENGINE_PVT_H
@@ -38,6 +39,7 @@ struct pc_engine {
 	struct cds_wfcq_tail req_tail;
 	struct cds_lfht *conns;
 	atomic_uint live_conns;
+	struct conn *connecting;	/* active conns not answered yet (deadlines) */
 	atomic_int ctl_stop;
 	atomic_int ctl_ready;
 

@@ -356,6 +356,42 @@ START_TEST(test_connect_echo)
 }
 END_TEST
 
+/*
+ * A refused connect and a timed-out one fail with exact errors, and the
+ * engine still connects afterwards. The timeout is enforced by the control
+ * thread (the address below never answers: the dummy netdev drops all).
+ */
+START_TEST(test_connect_failures)
+{
+	struct pc_engine *srv, *cli;
+	uint64_t t0, ms;
+	uint16_t port;
+
+	srv = server_start(1, &port);
+	cli = client_start(PC_HANDOFF_HANDLER, 1, 1);
+	ck_assert_int_eq(pc_app_attach(cli, 0), 0);
+
+	errno = 0;
+	ck_assert_ptr_null(pc_connect(cli, addr(), (uint16_t)(port ^ 1), -1, 10000, NULL));
+	ck_assert_int_eq(errno, ECONNREFUSED);
+	ck_assert_ptr_nonnull(strstr(pc_last_error(), "rxe0"));
+
+	errno = 0;
+	t0 = now_ms();
+	ck_assert_ptr_null(pc_connect(cli, "fe80::ff:fe00:99%d0", port, -1, 300, NULL));
+	ms = now_ms() - t0;
+	ck_assert_int_eq(errno, ETIMEDOUT);
+	ck_assert_msg(strstr(pc_last_error(), "within 300 ms"), "%s", pc_last_error());
+	ck_assert_msg(ms >= 300 && ms < 1500, "timed out after %llu ms", (unsigned long long)ms);
+
+	client_connect(cli, port, 1);
+	send_seq(0, 100, 64, false);
+	wait_received(1, 100, 60);
+	pc_engine_destroy(cli);
+	pc_engine_destroy(srv);
+}
+END_TEST
+
 /* Bad configuration is refused with exact errors and a message that names it. */
 START_TEST(test_create_errors)
 {
@@ -966,6 +1002,7 @@ int main(int argc, char **argv)
 	} while (0)
 	/* one case per test: CK_RUN_CASE=<name> runs one */
 	ADD(create_errors);
+	ADD(connect_failures);
 	ADD(connect_echo);
 	ADD(connect_echo_wr_ex);
 	ADD(seq_100k_two_workers);

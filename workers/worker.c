@@ -248,19 +248,25 @@ unsigned int worker_apply_ctl(struct pc_worker *w)
 			w->cache[c->qpn & (PC_ARRAY_SIZE(w->cache) - 1)] = c;
 			STAT_ADD(w, conns, 1);
 			break;
-		case CTL_UP:
+		case CTL_UP: {
+			struct connect_req *r = NULL;
+
 			if (c->state != CONN_ATTACHED)
+				break;
+			/* pc_connect() gave up already: control closes it; it never was UP */
+			if (!c->passive && !(r = engine_connect_take(c)))
 				break;
 			if (!c->passive)
 				conn_apply_peer(c);
 			conn_set_state(c, CONN_UP);
 			if (p->on_conn)
 				p->on_conn((struct pc_conn *)c, PC_CONN_UP, p->arg);
-			if (c->creq)
-				engine_connect_done(c, 0);
+			if (r)
+				engine_connect_answer(r, 0);
 			if (c->bl_head || c->grant_pending)
 				dp_mark_dirty(w, c);
 			break;
+		}
 		case CTL_CLOSE:
 			drain_begin(w, c);
 			break;

@@ -259,7 +259,15 @@ struct conn {
 	struct cm_priv peer_priv;	/* what the peer said, applied by conn_apply_peer() */
 	bool peer_raw;
 	int want_worker;
-	struct connect_req *creq;	/* active side, until UP or failure */
+	/*
+	 * Active side, until answered: the worker (UP) and the control thread
+	 * (failure, deadline) race to answer; whoever exchanges it to NULL
+	 * first does (engine_connect_done()).
+	 */
+	struct connect_req *_Atomic creq;
+	uint64_t connect_deadline_ns;	/* control: pc_connect()'s timeout */
+	uint32_t connect_timeout_ms;
+	struct conn *connecting_next;	/* control: e->connecting list */
 	int close_err;
 };
 
@@ -359,6 +367,8 @@ const struct pc_engine_params *engine_params(const struct pc_engine *e);
 const struct pc_topo *engine_topo(const struct pc_engine *e);
 void engine_ctl_post(struct conn *c, enum ctl_kind kind);
 struct conn *engine_conn_lookup(struct pc_engine *e, uint32_t qpn);
+struct connect_req *engine_connect_take(struct conn *c);
+void engine_connect_answer(struct connect_req *r, int err);
 void engine_connect_done(struct conn *c, int err);
 void engine_request_close(struct conn *c);
 void conn_apply_peer(struct conn *c);
