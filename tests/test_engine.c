@@ -381,8 +381,9 @@ START_TEST(test_connect_failures)
 	ck_assert_ptr_null(pc_connect(cli, "fe80::ff:fe00:99%d0", port, -1, 300, NULL));
 	ms = now_ms() - t0;
 	ck_assert_int_eq(errno, ETIMEDOUT);
+	/* the message proves pollcore's deadline fired (not rdma_cm's); no upper time bound */
 	ck_assert_msg(strstr(pc_last_error(), "within 300 ms"), "%s", pc_last_error());
-	ck_assert_msg(ms >= 300 && ms < 1500, "timed out after %llu ms", (unsigned long long)ms);
+	ck_assert_msg(ms >= 300, "timed out after %llu ms", (unsigned long long)ms);
 
 	client_connect(cli, port, 1);
 	send_seq(0, 100, 64, false);
