@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* unit suite: send-queue accounting and WR-chain building (workers/sq_pvt.h). */
-#include "sq_pvt.h"
+/* unit suite: send-queue accounting and WR-chain building (core/sq.h). */
+#include "sq.h"
 
 #include <stdlib.h>
 

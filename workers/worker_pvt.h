@@ -44,7 +44,7 @@
 #include <pollcore/ring.h>
 #include <pollcore/verbs.h>
 
-#include "sq_pvt.h"
+#include "sq.h"
 
 /* --- work-request contexts ---------------------------------------------- */
 

@@ -14,8 +14,8 @@
  *
  * Owner: one worker thread; no concurrency.
  */
-#ifndef PC_SQ_PVT_H
-#define PC_SQ_PVT_H
+#ifndef PC_SQ_H
+#define PC_SQ_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -143,4 +143,4 @@ static inline void chain_reset(struct wr_chain *c)
 	c->n = 0;
 }
 
-#endif /* PC_SQ_PVT_H */
+#endif /* PC_SQ_H */
