@@ -86,33 +86,10 @@ void conn_free_now(struct conn *c)
 
 /* --- private data ---------------------------------------------------------------- */
 
-void cm_fill_priv(struct conn *c, struct cm_priv *priv)
+static void cm_fill_priv(struct conn *c, struct wire_cm_priv *priv)
 {
-	priv->magic = PC_CM_MAGIC;
-	priv->credits = c->window;
-	priv->credit_addr = (uintptr_t)&c->credit_word[0];
-	priv->credit_rkey = c->credit_mr->rkey;
-	priv->max_msg = engine_params(c->e)->msg_size;
-}
-
-/*
- * A peer without pollcore private data is "raw" (e.g. rdmacm-utils):
- * no header, no credits. A peer that claims pollcore but sends nonsense is
- * refused.
- *
- * Return: 1 for a pollcore peer (@out filled), 0 for a raw one, or a
- * negative errno with pc_last_error() set.
- */
-int cm_parse_priv(const char *dev, const void *data, uint8_t len, struct cm_priv *out)
-{
-	if (!data || len < sizeof(*out) || ((const struct cm_priv *)data)->magic != PC_CM_MAGIC)
-		return 0;
-	memcpy(out, data, sizeof(*out));
-	if (out->credits == 0 || out->credits > (1u << 20) || !out->credit_rkey || !out->max_msg)
-		return pc_set_error(-EPROTO, "%s: peer's connection parameters are invalid "
-				    "(credits %u, rkey 0x%x, max_msg %u)", dev, out->credits,
-				    out->credit_rkey, out->max_msg);
-	return 1;
+	wire_cm_fill(priv, c->window, (uintptr_t)&c->credit_word[0], c->credit_mr->rkey,
+		     c->e->p.msg_size);
 }
 
 /* Applies what the peer said; before ATTACH (passive) or on the worker at UP (active). */
@@ -233,7 +210,7 @@ static void on_connect_request(struct pc_engine *e, struct rdma_cm_event *ev)
 	struct rdma_cm_id *id = ev->id;
 	struct rdma_conn_param param = { 0 };
 	struct pc_worker *w;
-	struct cm_priv priv;
+	struct wire_cm_priv priv;
 	struct conn *c;
 	int ret;
 
@@ -257,7 +234,7 @@ static void on_connect_request(struct pc_engine *e, struct rdma_cm_event *ev)
 	c->id = id;
 	c->passive = true;
 	id->context = c;
-	ret = cm_parse_priv(w->dev->name, ev->param.conn.private_data,
+	ret = wire_cm_parse(w->dev->name, ev->param.conn.private_data,
 			    ev->param.conn.private_data_len, &c->peer_priv);
 	if (ret >= 0) {
 		c->peer_raw = ret == 0;
@@ -298,7 +275,7 @@ static void on_route_resolved(struct pc_engine *e, struct conn *c)
 {
 	struct rdma_conn_param param = { 0 };
 	struct pc_worker *w;
-	struct cm_priv priv;
+	struct wire_cm_priv priv;
 	int ret;
 
 	w = cm_pick_worker(e, c->id->verbs, c->want_worker);
@@ -361,7 +338,7 @@ static void on_cm_event(struct pc_engine *e, struct rdma_cm_event *ev)
 	case RDMA_CM_EVENT_ESTABLISHED:
 		if (!c->passive) {
 			/* the worker applies it when it takes CTL_UP */
-			err = cm_parse_priv(c->w->dev->name, ev->param.conn.private_data,
+			err = wire_cm_parse(c->w->dev->name, ev->param.conn.private_data,
 					    ev->param.conn.private_data_len, &c->peer_priv);
 			if (err < 0) {
 				conn_begin_close(c, err);

@@ -18,7 +18,7 @@
 
 #include "engine_pvt.h"
 
-#define HDR ((uint32_t)sizeof(struct wire_hdr))
+#define HDR WIRE_HDR_LEN
 
 /* --- connections by QP number ----------------------------------------------- */
 
@@ -179,7 +179,7 @@ static void dp_recv(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
 {
 	const struct pc_engine_params *p = engine_params(w->e);
 	struct conn *c = dp_conn_of_qpn(w, wc->qp_num);
-	const struct wire_hdr *h;
+	struct wire_hdr h;
 	uint32_t len = wc->byte_len;
 
 	w->srq_outstanding--;
@@ -208,13 +208,13 @@ static void dp_recv(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
 		m->pub.type = PC_MSG_ONEWAY;
 		m->pub.req_id = 0;
 	} else {
-		h = m->buf->addr;
-		if (pc_unlikely(len < HDR || h->magic != PC_WIRE_MAGIC || h->len != len - HDR ||
-				h->type > PC_MSG_RESPONSE)) {
+		if (pc_unlikely(wire_hdr_parse(m->buf->addr, len, &h))) {
+			const struct wire_hdr *raw = m->buf->addr;
+
 			pc_set_error(-EPROTO,
 				     "%s port %u qp 0x%x: malformed message from peer (%u bytes, magic 0x%x, type %u); closing",
 				     w->dev->name, w->dev->port, c->qpn, len,
-				     len >= 2 ? h->magic : 0, len >= 3 ? h->type : 0);
+				     len >= 2 ? raw->magic : 0, len >= 3 ? raw->type : 0);
 			dp_msg_release(w, m);
 			drain_fail(w, c, -EPROTO);
 			return;
@@ -230,9 +230,9 @@ static void dp_recv(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
 		if (pc_likely(c->state < CONN_DRAINING))
 			w->credits_out--;
 		m->pub.len = len - HDR;
-		m->pub.type = h->type;
-		m->pub.req_id = h->req_id;
-		if (h->type == PC_MSG_RESPONSE && c->inflight_req)
+		m->pub.type = h.type;
+		m->pub.req_id = h.req_id;
+		if (h.type == PC_MSG_RESPONSE && c->inflight_req)
 			CSTAT_ADD(c, inflight_req, (uint32_t)-1);
 	}
 	CSTAT_ADD(c, msgs_recv, 1);
@@ -353,13 +353,7 @@ static pc_always_inline void add_send(struct pc_worker *w, struct conn *c, struc
 	uint32_t bytes = m->pub.len;
 
 	if (!c->raw) {
-		struct wire_hdr *h = m->buf->addr;
-
-		h->magic = PC_WIRE_MAGIC;
-		h->type = m->pub.type;
-		h->flags = 0;
-		h->len = m->pub.len;
-		h->req_id = m->pub.req_id;
+		wire_hdr_fill(m->buf->addr, m->pub.type, m->pub.len, m->pub.req_id);
 		bytes += HDR;
 	}
 	wr->sg_list->addr = (uintptr_t)m->buf->addr;

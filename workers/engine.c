@@ -387,7 +387,7 @@ static int msg_submit(struct pc_msg *pm, uint8_t type)
 		return pc_set_error(-EXDEV, "message belongs to %s, connection to %s", m->w->name,
 				    c->w->name);
 	/* a received buffer may be sent on: its payload offset follows the conn */
-	if (pc_unlikely(pm->data != (char *)m->buf->addr + (c->raw ? 0 : sizeof(struct wire_hdr))))
+	if (pc_unlikely(pm->data != (char *)m->buf->addr + (c->raw ? 0 : WIRE_HDR_LEN)))
 		return pc_set_error(-EINVAL, "message data pointer was moved");
 	pm->type = type;
 	m->ctx.conn = c;

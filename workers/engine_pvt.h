@@ -50,8 +50,6 @@ struct pc_engine {
 int cm_start(struct pc_engine *e);
 void cm_stop(struct pc_engine *e);
 struct pc_worker *cm_pick_worker(struct pc_engine *e, struct ibv_context *ctx, int want);
-void cm_fill_priv(struct conn *c, struct cm_priv *priv);
-int cm_parse_priv(const char *dev, const void *data, uint8_t len, struct cm_priv *out);
 void conn_free_now(struct conn *c);
 
 #endif /* PC_ENGINE_PVT_H */

@@ -59,7 +59,7 @@ static void msgs_init(struct pc_worker *w, struct msg *msgs, struct pc_pool *poo
 static int worker_setup(struct pc_worker *w)
 {
 	const struct pc_engine_params *p = engine_params(w->e);
-	uint32_t buf_size = (p->msg_size + (uint32_t)sizeof(struct wire_hdr) + PC_CACHELINE - 1) &
+	uint32_t buf_size = (p->msg_size + WIRE_HDR_LEN + PC_CACHELINE - 1) &
 			    ~(uint32_t)(PC_CACHELINE - 1);
 	struct pc_pool_allocator numa = { numa_pool_alloc, numa_pool_free, w };
 	const struct pc_pool_allocator *alloc = NULL;

@@ -45,6 +45,7 @@
 #include <pollcore/verbs.h>
 
 #include "sq.h"
+#include "wire.h"
 
 /* --- work-request contexts ---------------------------------------------- */
 
@@ -74,29 +75,9 @@ struct wr_ctx {
 	struct conn *conn;	/* connection it is posted on */
 };
 
-/* --- wire format (pollcore peers; raw peers have none) ------------------- */
-
-#define PC_WIRE_MAGIC 0x5043u	/* "PC" */
-#define PC_CM_MAGIC 0x50434d31u	/* "PCM1" */
-
-struct wire_hdr {
-	uint16_t magic;
-	uint8_t type;		/* enum pc_msg_type */
-	uint8_t flags;
-	uint32_t len;		/* payload bytes */
-	uint64_t req_id;
-};
-static_assert(sizeof(struct wire_hdr) == 16, "wire header is 16 bytes");
-
-/* rdma_cm private data of a pollcore peer (connect and accept). */
-struct cm_priv {
-	uint32_t magic;		/* PC_CM_MAGIC */
-	uint32_t credits;	/* receive credits granted up front */
-	uint64_t credit_addr;	/* where to RDMA WRITE later grants (u64, cumulative) */
-	uint32_t credit_rkey;
-	uint32_t max_msg;	/* largest payload accepted */
-} __attribute__((packed));
-static_assert(sizeof(struct cm_priv) <= 56, "fits IB CM REQ private data");
+/* the wire's message types are the public ones */
+static_assert((int)PC_MSG_ONEWAY == WIRE_ONEWAY && (int)PC_MSG_REQUEST == WIRE_REQUEST &&
+	      (int)PC_MSG_RESPONSE == WIRE_RESPONSE, "enum pc_msg_type mirrors enum wire_type");
 
 /* --- messages -------------------------------------------------------------- */
 
@@ -256,7 +237,7 @@ struct conn {
 	volatile uint64_t *credit_word;
 	uint32_t peer_max_msg;
 	uint32_t peer_window;	/* credits the peer grants at most (its window) */
-	struct cm_priv peer_priv;	/* what the peer said, applied by conn_apply_peer() */
+	struct wire_cm_priv peer_priv;	/* what the peer said, applied by conn_apply_peer() */
 	bool peer_raw;
 	int want_worker;
 	/*

@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What two pollcore peers say to each other: the 16-byte header in front of
+ * every message, and the rdma_cm private data of connect and accept. Pure
+ * logic, no verbs; unit-tested on the host (tests/test_wire.c).
+ *
+ * Both are in host byte order: peers are assumed to share endianness.
+ * Peers that send no pollcore private data ("raw" peers, e.g. rdmacm-utils)
+ * get no header and no credits; wire_cm_parse() tells them apart.
+ *
+ * Any thread; no shared state.
+ */
+#ifndef PC_WIRE_H
+#define PC_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <pollcore/common.h>
+
+#define PC_WIRE_MAGIC 0x5043u	/* "PC" */
+#define PC_CM_MAGIC 0x50434d31u	/* "PCM1" */
+
+/* Message types on the wire; pollcore/engine.h's enum pc_msg_type mirrors them. */
+enum wire_type {
+	WIRE_ONEWAY = 0,
+	WIRE_REQUEST,
+	WIRE_RESPONSE,
+	WIRE_TYPE_MAX = WIRE_RESPONSE,
+};
+
+struct wire_hdr {
+	uint16_t magic;		/* PC_WIRE_MAGIC */
+	uint8_t type;		/* enum wire_type */
+	uint8_t flags;		/* 0; not checked on receipt */
+	uint32_t len;		/* payload bytes after the header */
+	uint64_t req_id;
+};
+static_assert(sizeof(struct wire_hdr) == 16, "wire header is 16 bytes");
+
+#define WIRE_HDR_LEN ((uint32_t)sizeof(struct wire_hdr))
+
+/* Hot path: writes the header of a @len-byte payload. */
+static pc_always_inline void wire_hdr_fill(struct wire_hdr *h, uint8_t type, uint32_t len,
+					   uint64_t req_id)
+{
+	h->magic = PC_WIRE_MAGIC;
+	h->type = type;
+	h->flags = 0;
+	h->len = len;
+	h->req_id = req_id;
+}
+
+/*
+ * Hot path: validates the @len bytes received in @buf (reading no more than
+ * @len of them) and copies the header to @out.
+ *
+ * Return: 0, or -EPROTO when @buf is shorter than a header, has the wrong
+ * magic or type, or a length that disagrees with @len.
+ */
+static pc_always_inline int wire_hdr_parse(const void *buf, uint32_t len, struct wire_hdr *out)
+{
+	if (pc_unlikely(len < WIRE_HDR_LEN))
+		return -EPROTO;
+	memcpy(out, buf, sizeof(*out));
+	if (pc_unlikely(out->magic != PC_WIRE_MAGIC || out->len != len - WIRE_HDR_LEN ||
+			out->type > WIRE_TYPE_MAX))
+		return -EPROTO;
+	return 0;
+}
+
+/* rdma_cm private data of a pollcore peer (connect and accept). */
+struct wire_cm_priv {
+	uint32_t magic;		/* PC_CM_MAGIC */
+	uint32_t credits;	/* receive credits granted up front */
+	uint64_t credit_addr;	/* where to RDMA WRITE later grants (u64, cumulative) */
+	uint32_t credit_rkey;
+	uint32_t max_msg;	/* largest payload accepted */
+} __attribute__((packed));
+static_assert(sizeof(struct wire_cm_priv) == 24, "private data layout");
+static_assert(sizeof(struct wire_cm_priv) <= 56, "fits IB CM REQ private data");
+
+/* A grant larger than this is nonsense (or an attack on our counters). */
+#define WIRE_MAX_CREDITS (1u << 20)
+
+/**
+ * wire_cm_fill - our private data for connect or accept.
+ * @priv: filled.
+ * @credits: receive credits we grant up front.
+ * @credit_addr: address of our credit word, for the peer's RDMA WRITEs.
+ * @credit_rkey: its rkey.
+ * @max_msg: largest payload we accept.
+ */
+void wire_cm_fill(struct wire_cm_priv *priv, uint32_t credits, uint64_t credit_addr,
+		  uint32_t credit_rkey, uint32_t max_msg);
+
+/**
+ * wire_cm_parse - what the peer said in its private data.
+ * @who: names the device or connection in the error message.
+ * @data: the private data (may be NULL).
+ * @len: its length.
+ * @out: filled for a pollcore peer.
+ *
+ * A peer without pollcore private data (none, too short, other magic) is
+ * raw. A peer that claims pollcore but sends impossible parameters (no
+ * credits or more than WIRE_MAX_CREDITS, rkey 0, max_msg 0) is refused.
+ *
+ * Return: 1 for a pollcore peer, 0 for a raw one, or -EPROTO with
+ * pc_last_error() set.
+ */
+int wire_cm_parse(const char *who, const void *data, size_t len, struct wire_cm_priv *out);
+
+#endif /* PC_WIRE_H */

@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: MIT
+/* unit suite: the message header and rdma_cm private data (core/wire.h). */
+#include "wire.h"
+
+#include <stdint.h>
+
+#include "pc_test.h"
+
+static uint8_t buf[64];
+
+/* A received message of @payload bytes, header filled by wire_hdr_fill(). */
+static uint32_t make_msg(uint8_t type, uint32_t payload, uint64_t req_id)
+{
+	memset(buf, 0xa5, sizeof(buf));
+	wire_hdr_fill((struct wire_hdr *)(void *)buf, type, payload, req_id);
+	return WIRE_HDR_LEN + payload;
+}
+
+START_TEST(test_hdr_layout)
+{
+	uint64_t req_id;
+	uint32_t len;
+	uint16_t magic;
+
+	/* the wire format: magic, type, flags, len, req_id at fixed offsets */
+	make_msg(WIRE_RESPONSE, 40, 0x1122334455667788ull);
+	memcpy(&magic, buf + 0, 2);
+	memcpy(&len, buf + 4, 4);
+	memcpy(&req_id, buf + 8, 8);
+	ck_assert_uint_eq(magic, PC_WIRE_MAGIC);
+	ck_assert_uint_eq(buf[2], WIRE_RESPONSE);
+	ck_assert_uint_eq(buf[3], 0);
+	ck_assert_uint_eq(len, 40);
+	ck_assert_uint_eq(req_id, 0x1122334455667788ull);
+	/* the payload after the header is untouched */
+	ck_assert_uint_eq(buf[WIRE_HDR_LEN], 0xa5);
+}
+END_TEST
+
+START_TEST(test_hdr_roundtrip)
+{
+	static const uint8_t types[] = { WIRE_ONEWAY, WIRE_REQUEST, WIRE_RESPONSE };
+	struct wire_hdr h;
+	unsigned int i;
+
+	for (i = 0; i < PC_ARRAY_SIZE(types); i++) {
+		uint32_t len = make_msg(types[i], 48, 1000 + i);
+
+		memset(&h, 0, sizeof(h));
+		ck_assert_int_eq(wire_hdr_parse(buf, len, &h), 0);
+		ck_assert_uint_eq(h.type, types[i]);
+		ck_assert_uint_eq(h.len, 48);
+		ck_assert_uint_eq(h.req_id, 1000 + i);
+	}
+	/* an empty payload is a valid message */
+	ck_assert_int_eq(wire_hdr_parse(buf, make_msg(WIRE_ONEWAY, 0, 0), &h), 0);
+	ck_assert_uint_eq(h.len, 0);
+}
+END_TEST
+
+START_TEST(test_hdr_short)
+{
+	struct wire_hdr h;
+	uint32_t len;
+
+	make_msg(WIRE_ONEWAY, 0, 0);
+	for (len = 0; len < WIRE_HDR_LEN; len++)
+		ck_assert_int_eq(wire_hdr_parse(buf, len, &h), -EPROTO);
+	/* nothing is read from a short buffer: NULL with length 0 is safe */
+	ck_assert_int_eq(wire_hdr_parse(NULL, 0, &h), -EPROTO);
+}
+END_TEST
+
+START_TEST(test_hdr_invalid)
+{
+	struct wire_hdr h;
+	uint32_t len;
+
+	/* wrong magic */
+	len = make_msg(WIRE_ONEWAY, 8, 0);
+	buf[0] ^= 1;
+	ck_assert_int_eq(wire_hdr_parse(buf, len, &h), -EPROTO);
+	/* a type beyond WIRE_RESPONSE */
+	len = make_msg(WIRE_TYPE_MAX + 1, 8, 0);
+	ck_assert_int_eq(wire_hdr_parse(buf, len, &h), -EPROTO);
+	len = make_msg(0xff, 8, 0);
+	ck_assert_int_eq(wire_hdr_parse(buf, len, &h), -EPROTO);
+	/* header length disagrees with what arrived, both ways */
+	len = make_msg(WIRE_ONEWAY, 8, 0);
+	ck_assert_int_eq(wire_hdr_parse(buf, len + 1, &h), -EPROTO);
+	ck_assert_int_eq(wire_hdr_parse(buf, len - 1, &h), -EPROTO);
+	/* a huge claimed length cannot wrap around */
+	make_msg(WIRE_ONEWAY, UINT32_MAX, 0);
+	ck_assert_int_eq(wire_hdr_parse(buf, WIRE_HDR_LEN - 1, &h), -EPROTO);
+	ck_assert_int_eq(wire_hdr_parse(buf, WIRE_HDR_LEN, &h), -EPROTO);
+	/* flags are not checked (reserved, always sent as 0) */
+	len = make_msg(WIRE_REQUEST, 8, 7);
+	buf[3] = 0x80;
+	ck_assert_int_eq(wire_hdr_parse(buf, len, &h), 0);
+	ck_assert_uint_eq(h.flags, 0x80);
+}
+END_TEST
+
+START_TEST(test_cm_roundtrip)
+{
+	struct wire_cm_priv p, out;
+
+	wire_cm_fill(&p, 64, 0xdeadbeef000ull, 0x1234, 4096);
+	memset(&out, 0, sizeof(out));
+	ck_assert_int_eq(wire_cm_parse("dev0", &p, sizeof(p), &out), 1);
+	ck_assert_uint_eq(out.magic, PC_CM_MAGIC);
+	ck_assert_uint_eq(out.credits, 64);
+	ck_assert_uint_eq(out.credit_addr, 0xdeadbeef000ull);
+	ck_assert_uint_eq(out.credit_rkey, 0x1234);
+	ck_assert_uint_eq(out.max_msg, 4096);
+	/* rdma_cm pads private data: a longer buffer is fine */
+	memset(buf, 0, sizeof(buf));
+	memcpy(buf + 0, &p, sizeof(p));
+	ck_assert_int_eq(wire_cm_parse("dev0", buf, 56, &out), 1);
+	/* the largest grant allowed */
+	wire_cm_fill(&p, WIRE_MAX_CREDITS, 8, 1, 1);
+	ck_assert_int_eq(wire_cm_parse("dev0", &p, sizeof(p), &out), 1);
+	ck_assert_uint_eq(out.credits, WIRE_MAX_CREDITS);
+}
+END_TEST
+
+START_TEST(test_cm_raw_peers)
+{
+	struct wire_cm_priv p, out;
+
+	memset(&out, 0x5a, sizeof(out));
+	/* no private data, too short, or someone else's: a raw peer */
+	ck_assert_int_eq(wire_cm_parse("dev0", NULL, 0, &out), 0);
+	ck_assert_int_eq(wire_cm_parse("dev0", NULL, 56, &out), 0);
+	wire_cm_fill(&p, 64, 8, 1, 4096);
+	ck_assert_int_eq(wire_cm_parse("dev0", &p, sizeof(p) - 1, &out), 0);
+	p.magic ^= 0x100;
+	ck_assert_int_eq(wire_cm_parse("dev0", &p, sizeof(p), &out), 0);
+	/* and @out is left alone */
+	ck_assert_uint_eq(out.credits, 0x5a5a5a5a);
+}
+END_TEST
+
+START_TEST(test_cm_invalid)
+{
+	static const struct {
+		uint32_t credits, rkey, max_msg;
+	} bad[] = {
+		{ 0, 1, 4096 },
+		{ WIRE_MAX_CREDITS + 1, 1, 4096 },
+		{ UINT32_MAX, 1, 4096 },
+		{ 64, 0, 4096 },
+		{ 64, 1, 0 },
+	};
+	struct wire_cm_priv p, out;
+	unsigned int i;
+
+	for (i = 0; i < PC_ARRAY_SIZE(bad); i++) {
+		wire_cm_fill(&p, bad[i].credits, 8, bad[i].rkey, bad[i].max_msg);
+		ck_assert_int_eq(wire_cm_parse("mlx5_7", &p, sizeof(p), &out), -EPROTO);
+		/* the error names the device and the offending values */
+		ck_assert_ptr_nonnull(strstr(pc_last_error(), "mlx5_7"));
+		ck_assert_ptr_nonnull(strstr(pc_last_error(), "invalid"));
+	}
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("wire");
+	TCase *tc = tcase_create("wire");
+
+	tcase_add_test(tc, test_hdr_layout);
+	tcase_add_test(tc, test_hdr_roundtrip);
+	tcase_add_test(tc, test_hdr_short);
+	tcase_add_test(tc, test_hdr_invalid);
+	tcase_add_test(tc, test_cm_roundtrip);
+	tcase_add_test(tc, test_cm_raw_peers);
+	tcase_add_test(tc, test_cm_invalid);
+	suite_add_tcase(s, tc);
+	return pc_test_run(s);
+}
