@@ -3,7 +3,8 @@
 # bench suite: pollcore-echo against perftest on the same device, in the same boot.
 #   usage: bench_echo.sh path/to/pollcore-echo
 #
-# perftest (server and client on rxe0, GID index 0, out-of-band exchange over
+# perftest (server and client on the test bed's device and GID index,
+# tests/testbed.sh: rxe0 and 0 in the VM; out-of-band exchange over
 # TCP on 127.0.0.1) gives the baseline: ib_send_lat at 8 and 64 bytes,
 # ib_send_bw at 64 bytes plain, with a post list of 32 (-l 32) and with an
 # SRQ (--use-srq). Then pollcore-echo server and client at the same sizes.
@@ -13,8 +14,9 @@
 set -u
 
 ECHO=${1:?usage: bench_echo.sh path/to/pollcore-echo}
-ADDR='fe80::ff:fe00:1%d0'
-DEV=rxe0
+. "$(dirname "$0")/testbed.sh"
+ADDR=$PC_TEST_ADDR
+DEV=$PC_TEST_DEVICE
 SCALE=${PC_BENCH_SCALE:-1}
 TMP=$(mktemp -d)
 SRV_PID=
@@ -37,7 +39,7 @@ fi
 for t in ib_send_lat ib_send_bw timeout; do
 	command -v "$t" >/dev/null || fail "$t is not installed (tools/setup installs perftest)"
 done
-[ -e "/sys/class/infiniband/$DEV" ] || DEV=$(ls /sys/class/infiniband | head -n 1)
+[ -e "/sys/class/infiniband/$DEV" ] || fail "no device $DEV (PC_TEST_DEVICE)"
 
 # --- perftest --------------------------------------------------------------------------------
 PT_PORT=18600
@@ -46,11 +48,11 @@ perftest() {
 	local name=$1 tool=$2 spid i rc
 	shift 2
 	PT_PORT=$((PT_PORT + 1))
-	timeout 120 "$tool" -d "$DEV" -x 0 -F -p "$PT_PORT" "$@" >"$TMP/$name.srv" 2>&1 &
+	timeout 120 "$tool" -d "$DEV" -i "$PC_TEST_PORT" -x "$PC_TEST_GID_INDEX" -F -p "$PT_PORT" "$@" >"$TMP/$name.srv" 2>&1 &
 	spid=$!
 	# the server needs a moment to listen; the client does not retry by itself
 	for i in $(seq 60); do
-		timeout 120 "$tool" -d "$DEV" -x 0 -F -p "$PT_PORT" "$@" 127.0.0.1 >"$TMP/$name" 2>&1
+		timeout 120 "$tool" -d "$DEV" -i "$PC_TEST_PORT" -x "$PC_TEST_GID_INDEX" -F -p "$PT_PORT" "$@" 127.0.0.1 >"$TMP/$name" 2>&1
 		rc=$?
 		[ "$rc" = 0 ] && break
 		grep -q "Couldn't connect" "$TMP/$name" || break
@@ -65,7 +67,7 @@ pt_col() {
 	awk -v c="$2" -v s="$3" '$1 == s && $2 ~ /^[0-9]+$/ { print $c; exit }' "$TMP/$1"
 }
 
-echo "== perftest baseline on $DEV (GID 0; OOB over TCP 127.0.0.1)"
+echo "== perftest baseline on $DEV (port $PC_TEST_PORT, GID $PC_TEST_GID_INDEX; OOB over TCP 127.0.0.1)"
 N_LAT=$((3000 * SCALE))
 N_BW=$((20000 * SCALE))
 perftest lat8 ib_send_lat -s 8 -n "$N_LAT"

@@ -5,11 +5,17 @@
  * rdma-suite tests call pc_test_require_rdma() first: with no RDMA device
  * they skip (exit 77) on a host, but fail inside the soft-RoCE VM
  * (tools/rxe-vm sets PC_IN_VM=1), where a missing device is a bug.
+ *
+ * The test bed (device, port, GID index, rdma_cm address) comes from the
+ * environment, PC_TEST_DEVICE, PC_TEST_PORT, PC_TEST_GID_INDEX and
+ * PC_TEST_ADDR, defaulting to the soft-RoCE VM's rxe0. The shell tests read
+ * the same variables through tests/testbed.sh, whose defaults match these.
  */
 #ifndef PC_TEST_H
 #define PC_TEST_H
 
 #include <check.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +41,48 @@ __attribute__((constructor)) static void pc_test_keep_libpciaccess(void)
 	dlopen("libpciaccess.so.0", RTLD_NOW | RTLD_NODELETE);
 }
 #endif
+
+static inline const char *pc_test_env(const char *name, const char *dflt)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? v : dflt;
+}
+
+/* The RDMA device the rdma suite runs on (rxe0 in the VM). */
+static inline const char *pc_test_device(void)
+{
+	return pc_test_env("PC_TEST_DEVICE", "rxe0");
+}
+
+static inline uint8_t pc_test_port(void)
+{
+	return (uint8_t)atoi(pc_test_env("PC_TEST_PORT", "1"));
+}
+
+static inline int pc_test_gid_index(void)
+{
+	return atoi(pc_test_env("PC_TEST_GID_INDEX", "0"));
+}
+
+/* An rdma_cm address on pc_test_device() (rxe0's GID 0 in the VM). */
+static inline const char *pc_test_addr(void)
+{
+	return pc_test_env("PC_TEST_ADDR", "fe80::ff:fe00:1%d0");
+}
+
+/*
+ * A link-local address on the test address's link that nobody answers
+ * (connect timeouts): fe80::ff:fe00:99 with the test address's scope.
+ */
+static inline const char *pc_test_dead_addr(void)
+{
+	static char buf[96];
+	const char *scope = strchr(pc_test_addr(), '%');
+
+	snprintf(buf, sizeof(buf), "fe80::ff:fe00:99%s", scope ? scope : "");
+	return pc_test_env("PC_TEST_DEAD_ADDR", buf);
+}
 
 static inline int pc_test_in_vm(void)
 {

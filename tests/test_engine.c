@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * rdma suite: the dataplane end to end on the soft-RoCE device. A server
- * engine and a client engine in one process talk over rdma_cm on
- * fe80::ff:fe00:1%d0 (rxe0's GID 0). Every test checks real outcomes:
+ * engine and a client engine in one process talk over rdma_cm on the test
+ * bed's address (pc_test.h: fe80::ff:fe00:1%d0, rxe0's GID 0, in the VM).
+ * Every test checks real outcomes:
  * sequence numbers per connection, bytes, counters, exact errors.
  */
 #include <pollcore/engine.h>
@@ -22,14 +23,11 @@
 
 #include "pc_test.h"
 
-#define ADDR "fe80::ff:fe00:1%d0"
 #define MAXC 8
 
 static const char *addr(void)
 {
-	const char *a = getenv("PC_TEST_ADDR");
-
-	return a ? a : ADDR;
+	return pc_test_addr();
 }
 
 static uint64_t now_ms(void)
@@ -336,7 +334,7 @@ static void connect_echo(void)
 	ck_assert_int_eq(pc_app_attach(cli, 0), 0);
 	client_connect(cli, port, 1);
 	pc_conn_info(cc[0].conn, &info);
-	ck_assert_str_eq(info.device, "rxe0");
+	ck_assert_str_eq(info.device, pc_test_device());
 	ck_assert(!info.raw);
 	send_seq(0, 1000, 64, false);
 	wait_received(1, 1000, 60);
@@ -374,11 +372,11 @@ START_TEST(test_connect_failures)
 	errno = 0;
 	ck_assert_ptr_null(pc_connect(cli, addr(), (uint16_t)(port ^ 1), -1, 10000, NULL));
 	ck_assert_int_eq(errno, ECONNREFUSED);
-	ck_assert_ptr_nonnull(strstr(pc_last_error(), "rxe0"));
+	ck_assert_ptr_nonnull(strstr(pc_last_error(), pc_test_device()));
 
 	errno = 0;
 	t0 = now_ms();
-	ck_assert_ptr_null(pc_connect(cli, "fe80::ff:fe00:99%d0", port, -1, 300, NULL));
+	ck_assert_ptr_null(pc_connect(cli, pc_test_dead_addr(), port, -1, 300, NULL));
 	ms = now_ms() - t0;
 	ck_assert_int_eq(errno, ETIMEDOUT);
 	/* the message proves pollcore's deadline fired (not rdma_cm's); no upper time bound */
@@ -496,7 +494,7 @@ END_TEST
 static int choose_last(const char *device, unsigned int nworkers, void *arg)
 {
 	(void)arg;
-	ck_assert_str_eq(device, "rxe0");
+	ck_assert_str_eq(device, pc_test_device());
 	return (int)nworkers - 1;
 }
 
@@ -684,7 +682,7 @@ START_TEST(test_rdma_write_read)
 	o.op = (struct pc_op){ .code = PC_OP_WRITE, .local = src, .lkey = slkey, .len = 64,
 			       .remote_addr = (uintptr_t)remote, .rkey = rrkey ^ 0x5a5a00 };
 	ck_assert_int_eq(run_op(cc[1].conn, &o), -EIO);
-	ck_assert_msg(strstr(o.why, "rxe0") && strstr(o.why, "qp 0x") &&
+	ck_assert_msg(strstr(o.why, pc_test_device()) && strstr(o.why, "qp 0x") &&
 		      strstr(o.why, ibv_wc_status_str(IBV_WC_REM_ACCESS_ERR)) &&
 		      strstr(o.why, "RDMA_WRITE"), "error: %s", o.why);
 	/* ...closes that connection only... */

@@ -4,7 +4,7 @@
 #   usage: test_interop.sh path/to/pollcore-echo
 #
 # Everywhere: bad usage is refused with a clear message and exit 2.
-# Inside the soft-RoCE VM (PC_IN_VM=1): the server on fe80::ff:fe00:1%d0,
+# On the test bed (tests/testbed.sh; in the VM: fe80::ff:fe00:1%d0 on rxe0): the server,
 # port 7471, answers stock rdmacm-utils rdma_client several times, then
 # pollcore-echo clients (sizes 1, 16 and 4096; 2 and 4 connections; 1 and 2
 # workers) whose every byte is checked; a corrupting server and a too-large
@@ -13,7 +13,8 @@
 set -u
 
 ECHO=${1:?usage: test_interop.sh path/to/pollcore-echo}
-ADDR='fe80::ff:fe00:1%d0'
+. "$(dirname "$0")/testbed.sh"
+ADDR=$PC_TEST_ADDR
 TMP=$(mktemp -d)
 SRV_PID=
 cleanup() {
@@ -108,7 +109,7 @@ client() {
 	grep -q '^requests .*every byte checked' "$TMP/$name.out" || fail "client $*: no summary"
 	grep -Eq '^latency +p50 [0-9.]+ us +p99 [0-9.]+ us +p999 [0-9.]+ us' "$TMP/$name.out" ||
 		fail "client $*: no latency percentiles"
-	grep -q '^pc-w0-rxe0 ' "$TMP/$name.out" || fail "client $*: no worker stats"
+	grep -q "^pc-w0-$PC_TEST_DEVICE " "$TMP/$name.out" || fail "client $*: no worker stats"
 	sed -n 's/^\(requests\|rate\|latency\) *//p' "$TMP/$name.out" | paste -sd' ' |
 		sed "s/^/ok: client $* -> /"
 }
@@ -151,7 +152,7 @@ stop_server server
 want="$want_msgs messages ($want_bytes bytes) echoed on $want_conns connections, 0 errors"
 grep -qF "pollcore-echo server: Terminated: $want" "$TMP/server.out" ||
 	fail "server totals: want '$want', got: $(grep Terminated "$TMP/server.out")"
-grep -q '^pc-w0-rxe0 ' "$TMP/server.out" || fail "the server printed no worker stats"
+grep -q "^pc-w0-$PC_TEST_DEVICE " "$TMP/server.out" || fail "the server printed no worker stats"
 ok "server: SIGTERM -> exit 0; $want_msgs messages, $want_bytes bytes, $want_conns connections"
 
 # --- the client's checks catch a corrupting server ------------------------------------------

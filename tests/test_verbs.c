@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* rdma suite: a real verbs round trip on the first device (rxe0 in the VM). */
+/* rdma suite: a real verbs round trip on the test bed device (rxe0 in the VM). */
 #include <pollcore/verbs.h>
 
 #include <stdlib.h>
@@ -12,7 +12,7 @@ static struct pc_loopback lb;
 
 static void setup(void)
 {
-	dev = pc_dev_open(NULL, 1, 0);
+	dev = pc_dev_open(pc_test_device(), pc_test_port(), pc_test_gid_index());
 	ck_assert_msg(dev, "pc_dev_open: %s", pc_last_error());
 	ck_assert_int_eq(pc_loopback_create(dev, &lb, 64, IBV_ACCESS_REMOTE_WRITE |
 					    IBV_ACCESS_REMOTE_READ), 0);
@@ -36,7 +36,7 @@ END_TEST
 START_TEST(test_open_bad_port)
 {
 	errno = 0;
-	ck_assert_ptr_null(pc_dev_open(NULL, 9, 0));
+	ck_assert_ptr_null(pc_dev_open(pc_test_device(), 9, pc_test_gid_index()));
 	ck_assert_int_eq(errno, ENODEV);
 	ck_assert_ptr_nonnull(strstr(pc_last_error(), "port 9"));
 }

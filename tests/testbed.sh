@@ -1,0 +1,14 @@
+# SPDX-License-Identifier: MIT
+# Sourced by the shell tests of the rdma, interop and bench suites: the test
+# bed they run on. Set these in the environment to run on a real NIC
+# (tools/run-tests does, when it finds an active port); the defaults are the
+# soft-RoCE VM's first device (tools/rxe-vm), and match tests/pc_test.h.
+#   PC_TEST_DEVICE     RDMA device                    (rxe0)
+#   PC_TEST_PORT       its port                       (1)
+#   PC_TEST_GID_INDEX  GID index for perftest -x      (0)
+#   PC_TEST_ADDR       rdma_cm address on that port   (fe80::ff:fe00:1%d0)
+: "${PC_TEST_DEVICE:=rxe0}"
+: "${PC_TEST_PORT:=1}"
+: "${PC_TEST_GID_INDEX:=0}"
+: "${PC_TEST_ADDR:=fe80::ff:fe00:1%d0}"
+export PC_TEST_DEVICE PC_TEST_PORT PC_TEST_GID_INDEX PC_TEST_ADDR
