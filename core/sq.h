@@ -123,7 +123,6 @@ struct wr_chain {
 	struct ibv_send_wr *wr;
 	struct ibv_sge *sge;
 	uint32_t n;
-	uint32_t max;
 };
 
 static pc_always_inline struct ibv_send_wr *chain_add(struct wr_chain *c)

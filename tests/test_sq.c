@@ -155,7 +155,7 @@ START_TEST(test_chain_links)
 {
 	struct ibv_send_wr wr[4];
 	struct ibv_sge sge[4];
-	struct wr_chain c = { .wr = wr, .sge = sge, .max = 4 };
+	struct wr_chain c = { .wr = wr, .sge = sge };
 	unsigned int i;
 
 	for (i = 0; i < 3; i++) {

@@ -26,62 +26,13 @@ static int set_nonblock(int fd)
 	return fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) ? -errno : 0;
 }
 
-/* --- requests to the control thread -------------------------------------------- */
-
-void engine_ctl_post(struct conn *c, enum ctl_kind kind)
+/* Wakes the control thread for its inbox (any thread). */
+static void control_wake(void *arg)
 {
-	struct ctl_msg *m = &c->ctl[kind];
+	struct pc_engine *e = arg;
 	uint64_t one = 1;
 
-	m->kind = (uint8_t)kind;
-	m->conn = c;
-	cds_wfcq_node_init(&m->node);
-	ctl_msg_publish(m);
-	/* release: the conn's state is published with the node (wfcqueue) */
-	cds_wfcq_enqueue(&c->e->req_head, &c->e->req_tail, &m->node);
-	(void)!write(c->e->ctl_efd, &one, sizeof(one));
-}
-
-void engine_request_close(struct conn *c)
-{
-	if (!atomic_exchange(&c->close_req, true))
-		engine_ctl_post(c, CTL_CLOSE_REQ);
-}
-
-/* --- the connection table -------------------------------------------------------- */
-
-static unsigned long qpn_hash(uint32_t qpn)
-{
-	return (unsigned long)qpn * 0x9e3779b97f4a7c15ull;
-}
-
-static int qpn_match(struct cds_lfht_node *node, const void *key)
-{
-	return caa_container_of(node, struct conn, node)->qpn == *(const uint32_t *)key;
-}
-
-struct conn *engine_conn_lookup(struct pc_engine *e, uint32_t qpn)
-{
-	struct cds_lfht_iter it;
-	struct cds_lfht_node *node;
-
-	cds_lfht_lookup(e->conns, qpn_hash(qpn), qpn_match, &qpn, &it);
-	node = cds_lfht_iter_get_node(&it);
-	return node ? caa_container_of(node, struct conn, node) : NULL;
-}
-
-static void conn_free_rcu(struct rcu_head *head)
-{
-	conn_free_now(caa_container_of(head, struct conn, rcu));
-}
-
-void conn_free_now(struct conn *c)
-{
-	if (c->credit_mr)
-		ibv_dereg_mr(c->credit_mr);
-	free((void *)c->credit_word);
-	free(c->sq.slot);
-	free(c);
+	(void)!write(e->ctl_efd, &one, sizeof(one));
 }
 
 /* --- private data ---------------------------------------------------------------- */
@@ -92,22 +43,9 @@ static void cm_fill_priv(struct conn *c, struct wire_cm_priv *priv)
 		     c->e->p.msg_size);
 }
 
-/* Applies what the peer said; before ATTACH (passive) or on the worker at UP (active). */
-void conn_apply_peer(struct conn *c)
-{
-	c->raw = c->peer_raw;
-	if (c->raw)
-		return;
-	c->peer_grant_seen = c->peer_priv.credits;
-	c->peer_credit_addr = c->peer_priv.credit_addr;
-	c->peer_credit_rkey = c->peer_priv.credit_rkey;
-	c->peer_max_msg = c->peer_priv.max_msg;
-	c->peer_window = c->peer_priv.credits;
-}
-
 /* --- choosing a worker ------------------------------------------------------------ */
 
-struct pc_worker *cm_pick_worker(struct pc_engine *e, struct ibv_context *ctx, int want)
+static struct pc_worker *pick_worker(struct pc_engine *e, struct ibv_context *ctx, int want)
 {
 	struct pc_worker *best = NULL;
 	unsigned int i, best_n = ~0u;
@@ -141,10 +79,10 @@ static int conn_attach(struct pc_engine *e, struct conn *c, struct pc_worker *w)
 		return ret;
 	atomic_fetch_add(&w->nconns, 1);
 	c->app_slot = w->next_slot++ % (w->nchans ? w->nchans : 1);
-	cds_lfht_add(e->conns, qpn_hash(c->qpn), &c->node);
+	conn_table_add(e->conns, c);
 	atomic_fetch_add(&e->live_conns, 1);
 	c->attached = true;
-	worker_ctl_post(c, CTL_ATTACH);
+	ctl_post(&w->inbox, c, CTL_ATTACH);
 	return 0;
 }
 
@@ -165,7 +103,7 @@ static void connecting_del(struct pc_engine *e, struct conn *c)
 static void conn_destroy_unattached(struct conn *c, int err)
 {
 	connecting_del(c->e, c);
-	engine_connect_done(c, err);
+	conn_connect_done(c, err);
 	if (c->id) {
 		if (c->id->qp)
 			rdma_destroy_qp(c->id);
@@ -187,20 +125,20 @@ static void conn_begin_close(struct conn *c, int err)
 	}
 	/* moves the QP to ERR and tells the peer; the worker drains */
 	rdma_disconnect(c->id);
-	worker_ctl_post(c, CTL_CLOSE);
+	ctl_post(&c->w->inbox, c, CTL_CLOSE);
 }
 
 static void conn_retire(struct pc_engine *e, struct conn *c)
 {
-	cds_lfht_del(e->conns, &c->node);
+	conn_table_del(e->conns, c);
 	connecting_del(e, c);
-	engine_connect_done(c, c->close_err ? c->close_err : -ECONNRESET);
+	conn_connect_done(c, c->close_err ? c->close_err : -ECONNRESET);
 	rdma_destroy_qp(c->id);
 	rdma_destroy_id(c->id);
 	c->id = NULL;
 	atomic_fetch_sub(&e->live_conns, 1);
 	/* readers (workers, tools) may still hold it until their next quiescent state */
-	call_rcu(&c->rcu, conn_free_rcu);
+	conn_free_rcu(c);
 }
 
 /* --- rdma_cm events ---------------------------------------------------------------- */
@@ -214,7 +152,7 @@ static void on_connect_request(struct pc_engine *e, struct rdma_cm_event *ev)
 	struct conn *c;
 	int ret;
 
-	w = cm_pick_worker(e, id->verbs, e->p.choose_worker ?
+	w = pick_worker(e, id->verbs, e->p.choose_worker ?
 			   e->p.choose_worker(ibv_get_device_name(id->verbs->device), e->nworkers,
 					      e->p.arg) : -1);
 	if (!w) {
@@ -278,7 +216,7 @@ static void on_route_resolved(struct pc_engine *e, struct conn *c)
 	struct wire_cm_priv priv;
 	int ret;
 
-	w = cm_pick_worker(e, c->id->verbs, c->want_worker);
+	w = pick_worker(e, c->id->verbs, c->want_worker);
 	if (!w) {
 		pc_set_error(-EBUSY, "connect: no worker %s on %s with room",
 			     c->want_worker >= 0 ? "(as asked)" : "",
@@ -346,7 +284,7 @@ static void on_cm_event(struct pc_engine *e, struct rdma_cm_event *ev)
 			}
 			c->peer_raw = err == 0;
 		}
-		worker_ctl_post(c, CTL_UP);
+		ctl_post(&c->w->inbox, c, CTL_UP);
 		break;
 	case RDMA_CM_EVENT_ADDR_ERROR:
 	case RDMA_CM_EVENT_ROUTE_ERROR:
@@ -398,7 +336,7 @@ static void on_async_event(struct pc_engine *e, struct pc_dev *d, struct ibv_asy
 		       ev->element.qp->qp_num, ibv_event_type_str(ev->event_type));
 		/* may belong to another engine sharing the device: ask, don't act */
 		if (c)
-			engine_request_close(c);
+			conn_request_close(c, &c->e->inbox);
 		break;
 	case IBV_EVENT_SRQ_ERR:
 	case IBV_EVENT_CQ_ERR:
@@ -415,7 +353,7 @@ static void on_async_event(struct pc_engine *e, struct pc_dev *d, struct ibv_asy
 static void connect_deadlines(struct pc_engine *e)
 {
 	struct conn **pp = &e->connecting;
-	uint64_t now = pc__now_ns();
+	uint64_t now = now_ns();
 
 	while (*pp) {
 		struct conn *c = *pp;
@@ -429,7 +367,7 @@ static void connect_deadlines(struct pc_engine *e)
 		*pp = c->connecting_next;
 		c->connecting_next = NULL;
 		/* the worker may answer UP at the same time: one of us wins */
-		r = engine_connect_take(c);
+		r = conn_connect_take(c);
 		if (!r)
 			continue;
 		if (c->qpn)
@@ -439,7 +377,7 @@ static void connect_deadlines(struct pc_engine *e)
 		else
 			pc_set_error(-ETIMEDOUT, "address or route not resolved within %u ms",
 				     c->connect_timeout_ms);
-		engine_connect_answer(r, -ETIMEDOUT);
+		conn_connect_answer(r, -ETIMEDOUT);
 		conn_begin_close(c, -ETIMEDOUT);
 	}
 }
@@ -466,13 +404,11 @@ static void conn_start_connect(struct pc_engine *e, struct conn *c)
 
 static void ctl_requests(struct pc_engine *e)
 {
-	struct cds_wfcq_node *node;
+	struct ctl_msg *m;
 	uint64_t v;
 
 	(void)!read(e->ctl_efd, &v, sizeof(v));
-	/* single dequeuer: the control thread */
-	while ((node = __cds_wfcq_dequeue_blocking(&e->req_head, &e->req_tail))) {
-		struct ctl_msg *m = ctl_msg_take(node);
+	while ((m = ctl_next(&e->inbox))) {
 
 		if (m->kind == CTL_CONNECT)
 			conn_start_connect(e, m->conn);
@@ -538,12 +474,12 @@ static void *ctl_main(void *arg)
 	return NULL;
 }
 
-int cm_start(struct pc_engine *e)
+int control_start(struct pc_engine *e)
 {
 	unsigned int i;
 	int ret;
 
-	cds_wfcq_init(&e->req_head, &e->req_tail);
+	ctl_inbox_init(&e->inbox, control_wake, e);
 	e->ctl_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (e->ctl_efd < 0)
 		return pc_set_error(-errno, "eventfd: %s", strerror(errno));
@@ -565,7 +501,7 @@ int cm_start(struct pc_engine *e)
 	return 0;
 }
 
-void cm_stop(struct pc_engine *e)
+void control_stop(struct pc_engine *e)
 {
 	uint64_t one = 1;
 
@@ -635,29 +571,6 @@ uint16_t pc_listen_port(struct pc_engine *e)
 	return e->listen_id ? e->listen_port : 0;
 }
 
-struct connect_req *engine_connect_take(struct conn *c)
-{
-	/* acq_rel: the winner sees the waiter's req; the loser sees NULL */
-	return atomic_exchange_explicit(&c->creq, NULL, memory_order_acq_rel);
-}
-
-void engine_connect_answer(struct connect_req *r, int err)
-{
-	r->err = err;
-	if (err)
-		snprintf(r->why, sizeof(r->why), "%s", pc_last_error());
-	/* release: sem_post publishes err/why to the waiter in pc_connect() */
-	sem_post(&r->done);
-}
-
-void engine_connect_done(struct conn *c, int err)
-{
-	struct connect_req *r = engine_connect_take(c);
-
-	if (r)
-		engine_connect_answer(r, err);
-}
-
 struct pc_conn *pc_connect(struct pc_engine *e, const char *addr, uint16_t port, int worker,
 			   int timeout_ms, void *user)
 {
@@ -682,14 +595,14 @@ struct pc_conn *pc_connect(struct pc_engine *e, const char *addr, uint16_t port,
 	c->creq = &req;
 	c->res = res;
 	c->connect_timeout_ms = timeout_ms > 0 ? (uint32_t)timeout_ms : 0;
-	c->connect_deadline_ns = pc__now_ns() + (uint64_t)c->connect_timeout_ms * 1000000;
+	c->connect_deadline_ns = now_ns() + (uint64_t)c->connect_timeout_ms * 1000000;
 	sem_init(&req.done, 0, 0);
 	/*
 	 * The control thread creates the id, resolves, connects and enforces
 	 * the deadline; it (or the worker, on UP) always answers through req,
 	 * so c is never touched here after the post.
 	 */
-	engine_ctl_post(c, CTL_CONNECT);
+	ctl_post(&e->inbox, c, CTL_CONNECT);
 	while (sem_wait(&req.done) && errno == EINTR)
 		;
 	sem_destroy(&req.done);

@@ -16,8 +16,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "engine_pvt.h"
-
 #define HDR WIRE_HDR_LEN
 
 /* --- connections by QP number ----------------------------------------------- */
@@ -30,7 +28,7 @@ struct conn *dp_conn_of_qpn(struct pc_worker *w, uint32_t qpn)
 	if (pc_likely(c && c->qpn == qpn))
 		return c;
 	/* RCU read side: the worker is an online qsbr reader between quiescent states */
-	c = engine_conn_lookup(w->e, qpn);
+	c = conn_lookup(w->conns, qpn);
 	if (!c || c->w != w)
 		return NULL;
 	if (c->state == CONN_ATTACHING)
@@ -54,11 +52,9 @@ void dp_mark_dirty(struct pc_worker *w, struct conn *c)
 
 void msg_bind(struct msg *m, struct conn *c)
 {
-	const struct pc_engine_params *p = engine_params(c->e);
-
 	m->pub.conn = (struct pc_conn *)c;
 	m->pub.data = (char *)m->buf->addr + (c->raw ? 0 : HDR);
-	m->pub.cap = c->raw ? m->buf->cap : p->msg_size;
+	m->pub.cap = c->raw ? m->buf->cap : c->w->p->msg_size;
 }
 
 struct msg *dp_tx_alloc(struct pc_worker *w)
@@ -92,8 +88,8 @@ void dp_msg_release(struct pc_worker *w, struct msg *m)
 	m->origin = NULL;
 	if (!c)
 		return;
-	CSTAT_ADD(c, held, (uint32_t)-1);
-	STAT_ADD(w, rx_held, (uint32_t)-1);
+	STAT_ADD(c->held, (uint32_t)-1);
+	STAT_ADD(w->st.rx_held, (uint32_t)-1);
 	if (c->state <= CONN_UP && !c->raw) {
 		/* granted at the next flush once UP (a passive side may receive earlier) */
 		c->grant_pending++;
@@ -121,7 +117,7 @@ static void deliver(struct pc_worker *w, const struct pc_engine_params *p, struc
 	*ch->ovf_tail = &m->ctx;
 	ch->ovf_tail = &m->ctx.next;
 	ch->ovf++;
-	STAT_ADD(w, handoff_full, 1);
+	STAT_ADD(w->st.handoff_full, 1);
 }
 
 void dp_deliver_overflow(struct pc_worker *w)
@@ -177,7 +173,7 @@ void dp_topup_txfree(struct pc_worker *w)
 
 static void dp_recv(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
 {
-	const struct pc_engine_params *p = engine_params(w->e);
+	const struct pc_engine_params *p = w->p;
 	struct conn *c = dp_conn_of_qpn(w, wc->qp_num);
 	struct wire_hdr h;
 	uint32_t len = wc->byte_len;
@@ -187,20 +183,20 @@ static void dp_recv(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
 	if (pc_unlikely(wc->status != IBV_WC_SUCCESS)) {
 		/* flushes are how a closing QP ends, not errors */
 		if (wc->status != IBV_WC_WR_FLUSH_ERR)
-			STAT_ADD(w, wc_errors, 1);
+			STAT_ADD(w->st.wc_errors, 1);
 		pc_pool_put(w->rx, m->buf);
 		if (c && wc->status != IBV_WC_WR_FLUSH_ERR)
 			drain_fail(w, c, pc_wc_error(w->dev, wc, "RECV"));
 		return;
 	}
 	if (pc_unlikely(!c || c->state >= CONN_DRAINED)) {
-		STAT_ADD(w, stray_completions, 1);
+		STAT_ADD(w->st.stray_completions, 1);
 		pc_pool_put(w->rx, m->buf);
 		return;
 	}
 	m->origin = c;
-	CSTAT_ADD(c, held, 1);
-	STAT_ADD(w, rx_held, 1);
+	STAT_ADD(c->held, 1);
+	STAT_ADD(w->st.rx_held, 1);
 	msg_bind(m, c);
 	m->pub.user = NULL;
 	if (c->raw) {
@@ -233,11 +229,11 @@ static void dp_recv(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
 		m->pub.type = h.type;
 		m->pub.req_id = h.req_id;
 		if (h.type == PC_MSG_RESPONSE && c->inflight_req)
-			CSTAT_ADD(c, inflight_req, (uint32_t)-1);
+			STAT_ADD(c->inflight_req, (uint32_t)-1);
 	}
-	CSTAT_ADD(c, msgs_recv, 1);
-	CSTAT_ADD(c, bytes_recv, m->pub.len);
-	STAT_ADD(w, rx_msgs, 1);
+	STAT_ADD(c->msgs_recv, 1);
+	STAT_ADD(c->bytes_recv, m->pub.len);
+	STAT_ADD(w->st.rx_msgs, 1);
 	deliver(w, p, c, m);
 }
 
@@ -286,7 +282,7 @@ void dp_sq_complete(struct pc_worker *w, struct conn *c, struct wr_ctx *ctx, int
 	struct retire_arg ra = { w, err };
 
 	if (!sq_retire(&c->sq, ctx, err != 0, sq_done, &ra))
-		STAT_ADD(w, stray_completions, 1);
+		STAT_ADD(w->st.stray_completions, 1);
 	if (c->bl_head && c->state == CONN_UP)
 		dp_mark_dirty(w, c);
 }
@@ -309,7 +305,7 @@ void dp_handle_wc(struct pc_worker *w, struct ibv_wc *wc)
 	if (pc_unlikely(wc->status != IBV_WC_SUCCESS)) {
 		err = pc_wc_error(w->dev, wc, ctx_what(ctx));
 		if (wc->status != IBV_WC_WR_FLUSH_ERR) {
-			STAT_ADD(w, wc_errors, 1);
+			STAT_ADD(w->st.wc_errors, 1);
 			drain_fail(w, c, err);
 		}
 	}
@@ -365,8 +361,8 @@ static pc_always_inline void add_send(struct pc_worker *w, struct conn *c, struc
 	wr->wr_id = (uintptr_t)&m->ctx;
 	m->ctx.conn = c;
 	m->in_sq = 1;
-	CSTAT_ADD(c, msgs_sent, 1);
-	CSTAT_ADD(c, bytes_sent, m->pub.len);
+	STAT_ADD(c->msgs_sent, 1);
+	STAT_ADD(c->bytes_sent, m->pub.len);
 }
 
 static pc_always_inline void add_op(struct pc_worker *w, struct pc_op *op)
@@ -477,13 +473,13 @@ static void post_chain(struct pc_worker *w, struct conn *c)
 			ch->wr[i].send_flags |= IBV_SEND_SIGNALED;
 	}
 	ret = dp_post(w, c, ch->wr, &bad);
-	STAT_ADD(w, doorbells, 1);
+	STAT_ADD(w->st.doorbells, 1);
 	if (pc_likely(!ret)) {
-		STAT_ADD(w, wrs_posted, ch->n);
+		STAT_ADD(w->st.wrs_posted, ch->n);
 		return;
 	}
 	i = bad ? (uint32_t)(bad - ch->wr) : 0;
-	STAT_ADD(w, wrs_posted, i);
+	STAT_ADD(w->st.wrs_posted, i);
 	ret = pc_set_error(pc_neg_errno(ret), "%s port %u qp 0x%x: ibv_post_send of %u WRs failed at %u: %s",
 			   w->dev->name, w->dev->port, c->qpn, ch->n, i, strerror(abs(pc_neg_errno(ret))));
 	chain_fail(w, c, i, ret);
@@ -515,8 +511,8 @@ static void flush_conn(struct pc_worker *w, struct conn *c)
 					/* counted once per episode, not per look */
 					if (!c->credit_stalled) {
 						c->credit_stalled = true;
-						CSTAT_ADD(c, credit_stalls, 1);
-						STAT_ADD(w, credit_stalls, 1);
+						STAT_ADD(c->credit_stalls, 1);
+						STAT_ADD(w->st.credit_stalls, 1);
 					}
 					stalled = true;
 					break;
@@ -525,17 +521,17 @@ static void flush_conn(struct pc_worker *w, struct conn *c)
 				c->sent_credited++;
 			}
 			add_send(w, c, pc_container_of(ctx, struct msg, ctx));
-			STAT_ADD(w, tx_msgs, 1);
+			STAT_ADD(w->st.tx_msgs, 1);
 		} else {
 			add_op(w, op_of_ctx(ctx));
 		}
 		c->bl_head = ctx->next;
-		CSTAT_ADD(c, backlog, (uint32_t)-1);
+		STAT_ADD(c->backlog, (uint32_t)-1);
 	}
 	if (!c->bl_head)
 		c->bl_tail = &c->bl_head;
 	else if (!stalled)
-		CSTAT_ADD(c, sq_stalls, 1);
+		STAT_ADD(c->sq_stalls, 1);
 	if (ch->n)
 		post_chain(w, c);
 }
@@ -565,7 +561,7 @@ static void backlog_add(struct conn *c, struct wr_ctx *ctx)
 	ctx->next = NULL;
 	*c->bl_tail = ctx;
 	c->bl_tail = &ctx->next;
-	CSTAT_ADD(c, backlog, 1);
+	STAT_ADD(c->backlog, 1);
 }
 
 static bool conn_accepts(const struct conn *c)
@@ -582,7 +578,7 @@ int dp_send(struct pc_worker *w, struct msg *m)
 		return -ENOTCONN;
 	}
 	if (m->pub.type == PC_MSG_REQUEST)
-		CSTAT_ADD(c, inflight_req, 1);
+		STAT_ADD(c->inflight_req, 1);
 	backlog_add(c, &m->ctx);
 	if (c->state == CONN_UP)
 		dp_mark_dirty(w, c);
@@ -624,7 +620,7 @@ void dp_submit(struct pc_worker *w, struct wr_ctx *ctx)
 
 void dp_refill_srq(struct pc_worker *w, bool arm)
 {
-	const struct pc_engine_params *p = engine_params(w->e);
+	const struct pc_engine_params *p = w->p;
 	uint32_t want = p->srq_depth - w->srq_outstanding, n = 0, i;
 	struct ibv_recv_wr *bad = NULL;
 	int ret, ev;
@@ -661,14 +657,14 @@ void dp_refill_srq(struct pc_worker *w, bool arm)
 			}
 		}
 		w->srq_outstanding += i;
-		STAT_ADD(w, srq_posted, i);
-		STAT_ADD(w, srq_doorbells, 1);
+		STAT_ADD(w->st.srq_posted, i);
+		STAT_ADD(w->st.srq_doorbells, 1);
 	}
 
 	/* IBV_EVENT_SRQ_LIMIT_REACHED: count it once, re-arm once refilled */
 	ev = atomic_load_explicit(&w->srq_limit, memory_order_relaxed);
 	if (ev == 1) {
-		STAT_ADD(w, srq_limit_events, 1);
+		STAT_ADD(w->st.srq_limit_events, 1);
 		atomic_store_explicit(&w->srq_limit, 2, memory_order_relaxed);
 		pc_debug("%s: SRQ limit reached (%u posted); refilling", w->name, w->srq_outstanding);
 	}

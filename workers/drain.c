@@ -20,8 +20,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "engine_pvt.h"
-
 #define MARKER_TIMEOUT_NS (2000ull * 1000 * 1000)
 #define LAST_WQE_GRACE_NS (100ull * 1000 * 1000)
 
@@ -32,7 +30,7 @@ void drain_fail(struct pc_worker *w, struct conn *c, int err)
 	if (!c->close_err)
 		c->close_err = err;
 	drain_begin(w, c);
-	engine_request_close(c);
+	conn_request_close(c, w->control);
 }
 
 static void backlog_cancel(struct pc_worker *w, struct conn *c)
@@ -86,7 +84,7 @@ void drain_begin(struct pc_worker *w, struct conn *c)
 		sq_unpush(&c->sq, 1);
 		c->marker_done = true;
 	}
-	c->drain_deadline_ns = pc__now_ns() + MARKER_TIMEOUT_NS;
+	c->drain_deadline_ns = now_ns() + MARKER_TIMEOUT_NS;
 	c->drain_next = w->draining;
 	w->draining = c;
 }
@@ -128,9 +126,9 @@ static bool drain_done(struct pc_worker *w, struct conn *c, uint64_t now)
 
 void drain_poll(struct pc_worker *w)
 {
-	const struct pc_engine_params *p = engine_params(w->e);
+	const struct pc_engine_params *p = w->p;
 	struct conn **pp = &w->draining;
-	uint64_t now = pc__now_ns();
+	uint64_t now = now_ns();
 
 	while (*pp) {
 		struct conn *c = *pp;
@@ -143,7 +141,7 @@ void drain_poll(struct pc_worker *w)
 		conn_set_state(c, CONN_DRAINED);
 		if (c->was_up && p->on_conn)
 			p->on_conn((struct pc_conn *)c, PC_CONN_DOWN, p->arg);
-		STAT_ADD(w, conns, (uint32_t)-1);
+		STAT_ADD(w->st.conns, (uint32_t)-1);
 		drain_maybe_retire(w, c);
 	}
 }
@@ -158,5 +156,5 @@ void drain_maybe_retire(struct pc_worker *w, struct conn *c)
 		*slot = NULL;
 	conn_set_state(c, CONN_RETIRED);
 	atomic_fetch_sub(&w->nconns, 1);
-	engine_ctl_post(c, CTL_RETIRE);
+	ctl_post(w->control, c, CTL_RETIRE);
 }

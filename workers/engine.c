@@ -28,16 +28,6 @@ static int app_slot(const struct pc_engine *e)
 	return -1;
 }
 
-const struct pc_engine_params *engine_params(const struct pc_engine *e)
-{
-	return &e->p;
-}
-
-const struct pc_topo *engine_topo(const struct pc_engine *e)
-{
-	return e->topo;
-}
-
 #define DEFAULT(f, v) \
 	do { \
 		if (!p->f) \
@@ -165,13 +155,22 @@ struct pc_engine *pc_engine_create(const struct pc_engine_params *params)
 		goto err;
 	}
 	memset(e->workers, 0, n * sizeof(*e->workers));
-	ret = cm_start(e);
+	ret = control_start(e);
 	if (ret)
 		goto err;
 	/* nworkers counts started workers: destroy undoes exactly those */
 	for (i = 0; i < n; i++) {
-		ret = worker_start(e, &e->workers[i], i, e->devs[i / e->p.workers_per_device],
-				   e->plan ? &e->plan->entries[i] : NULL);
+		struct worker_cfg cfg = {
+			.idx = i,
+			.p = &e->p,
+			.dev = e->devs[i / e->p.workers_per_device],
+			.topo = e->topo,
+			.place = e->plan ? &e->plan->entries[i] : NULL,
+			.conns = e->conns,
+			.control = &e->inbox,
+		};
+
+		ret = worker_start(&e->workers[i], &cfg);
 		if (ret)
 			goto err;
 		e->nworkers++;
@@ -192,6 +191,11 @@ static unsigned int conns_attached(const struct pc_engine *e)
 	return n;
 }
 
+static void request_close(struct conn *c)
+{
+	conn_request_close(c, &c->e->inbox);
+}
+
 /* After the workers stopped: whatever is left is destroyed now. */
 static void retire_left(struct conn *c)
 {
@@ -205,7 +209,7 @@ static void retire_left(struct conn *c)
 		pc_warn("%s qp 0x%x: not drained when the engine stopped; destroying it",
 			c->w->dev->name, c->qpn);
 	conn_set_state(c, CONN_RETIRED);
-	engine_ctl_post(c, CTL_RETIRE);
+	ctl_post(&c->e->inbox, c, CTL_RETIRE);
 }
 
 struct visit {
@@ -215,7 +219,7 @@ struct visit {
 
 static unsigned int walk(struct pc_engine *e, const struct visit *v)
 {
-	bool reg = !urcu_qsbr_read_ongoing() && !pc__self_worker;
+	bool reg = !urcu_qsbr_read_ongoing() && !self_worker;
 	struct cds_lfht_node *node;
 	struct cds_lfht_iter it;
 	unsigned int n = 0;
@@ -251,7 +255,7 @@ unsigned int pc_engine_for_each_conn(struct pc_engine *e, void (*fn)(struct pc_c
 static void visit_close(struct pc_conn *c, void *arg)
 {
 	(void)arg;
-	engine_request_close((struct conn *)c);
+	request_close((struct conn *)c);
 }
 
 static void visit_retire_left(struct pc_conn *c, void *arg)
@@ -302,7 +306,7 @@ void pc_engine_destroy(struct pc_engine *e)
 	if (!e)
 		return;
 	close_all_and_stop_workers(e);
-	cm_stop(e);
+	control_stop(e);
 	/* every QP is gone: now the CQs and SRQs can go */
 	for (i = 0; i < e->nworkers; i++)
 		worker_destroy(&e->workers[i]);
@@ -327,7 +331,7 @@ void pc_engine_destroy(struct pc_engine *e)
 /* Runs @ctx's action on its worker: directly on that worker, else through its ring. */
 static int route(struct pc_worker *w, struct wr_ctx *ctx)
 {
-	if (pc__self_worker == w) {
+	if (self_worker == w) {
 		if (ctx->action == ACT_SEND)
 			return dp_send(w, pc_container_of(ctx, struct msg, ctx));
 		if (ctx->action == ACT_RDMA)
@@ -349,7 +353,7 @@ struct pc_msg *pc_msg_alloc(struct pc_conn *pconn)
 	void *obj;
 	int slot;
 
-	if (pc__self_worker == w) {
+	if (self_worker == w) {
 		m = dp_tx_alloc(w);
 	} else if ((slot = app_slot(c->e)) >= 0) {
 		if (pc_ring_spsc_dequeue_burst(w->chans[slot].txfree, &obj, 1))
@@ -455,7 +459,7 @@ int pc_rdma(struct pc_conn *pconn, struct pc_op *op)
 
 int pc_close(struct pc_conn *pconn)
 {
-	engine_request_close((struct conn *)pconn);
+	request_close((struct conn *)pconn);
 	return 0;
 }
 

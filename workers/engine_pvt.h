@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Engine internals shared by engine.c (API, lifecycle) and cm.c (control
- * thread). The control thread owns the rdma_cm event channel, the listener,
- * the devices' async event queues and the destruction of connections.
+ * Engine internals shared by engine.c (API, lifecycle) and control.c (the
+ * control thread): the top of workers/. The control thread owns the rdma_cm
+ * event channel, the listener, the devices' async event queues and the
+ * destruction of connections.
  *
  *   field                 | control thread | workers      | app threads
  *   ----------------------+----------------+--------------+------------------
  *   ch, listen_id         | events         | -            | create (listen/connect)
- *   req queue (wfcqueue)  | dequeue        | enqueue      | enqueue (pc_close)
+ *   inbox (ctl_inbox)     | dequeue        | enqueue      | enqueue (pc_close, pc_connect)
  *   conns (rculfhash)     | add / del      | lookup (RCU) | lookup (RCU)
  *   live_conns            | inc / dec      | -            | read
  *   connecting            | all            | -            | -
@@ -35,8 +36,7 @@ struct pc_engine {
 	struct rdma_event_channel *ch;
 	struct rdma_cm_id *listen_id;
 	uint16_t listen_port;
-	struct cds_wfcq_head req_head;
-	struct cds_wfcq_tail req_tail;
+	struct ctl_inbox inbox;
 	struct cds_lfht *conns;
 	atomic_uint live_conns;
 	struct conn *connecting;	/* active conns not answered yet (deadlines) */
@@ -46,10 +46,8 @@ struct pc_engine {
 	atomic_int *slot_taken;
 };
 
-/* cm.c */
-int cm_start(struct pc_engine *e);
-void cm_stop(struct pc_engine *e);
-struct pc_worker *cm_pick_worker(struct pc_engine *e, struct ibv_context *ctx, int want);
-void conn_free_now(struct conn *c);
+/* control.c */
+int control_start(struct pc_engine *e);
+void control_stop(struct pc_engine *e);
 
 #endif /* PC_ENGINE_PVT_H */

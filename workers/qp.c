@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine_pvt.h"
 #include "pc_config.h"
 #if PC_HAVE_MLX5DV
 #include <infiniband/mlx5dv.h>
@@ -76,7 +75,7 @@ bool worker_wants_wr_ex(const struct pc_worker *w)
 
 int worker_create_qp(struct pc_worker *w, struct conn *c, struct rdma_cm_id *id)
 {
-	const struct pc_engine_params *p = engine_params(w->e);
+	const struct pc_engine_params *p = w->p;
 	struct ibv_qp_init_attr_ex attr = {
 		.qp_context = c,
 		.send_cq = w->cq,

@@ -11,34 +11,23 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "engine_pvt.h"
-
-__thread struct pc_worker *pc__self_worker;
-
-uint64_t pc__now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+__thread struct pc_worker *self_worker;
 
 static void *numa_pool_alloc(size_t len, size_t align, void *arg)
 {
 	struct pc_worker *w = arg;
 
 	(void)align; /* pc_numa_alloc() is page-aligned */
-	return pc_numa_alloc(engine_topo(w->e), len, w->place->numa_node);
+	return pc_numa_alloc(w->topo, len, w->place->numa_node);
 }
 
 static void numa_pool_free(void *addr, size_t len, void *arg)
 {
 	struct pc_worker *w = arg;
 
-	pc_numa_free(engine_topo(w->e), addr, len);
+	pc_numa_free(w->topo, addr, len);
 }
 
 static void msgs_init(struct pc_worker *w, struct msg *msgs, struct pc_pool *pool, uint32_t n,
@@ -56,9 +45,14 @@ static void msgs_init(struct pc_worker *w, struct msg *msgs, struct pc_pool *poo
 	}
 }
 
+static void wake_cb(void *w)
+{
+	worker_wake(w);
+}
+
 static int worker_setup(struct pc_worker *w)
 {
-	const struct pc_engine_params *p = engine_params(w->e);
+	const struct pc_engine_params *p = w->p;
 	uint32_t buf_size = (p->msg_size + WIRE_HDR_LEN + PC_CACHELINE - 1) &
 			    ~(uint32_t)(PC_CACHELINE - 1);
 	struct pc_pool_allocator numa = { numa_pool_alloc, numa_pool_free, w };
@@ -70,8 +64,8 @@ static int worker_setup(struct pc_worker *w)
 	unsigned int i;
 	int cqe, ret;
 
-	if (w->place && engine_topo(w->e)) {
-		ret = pc_numa_bind_thread(engine_topo(w->e), w->place);
+	if (w->place && w->topo) {
+		ret = pc_numa_bind_thread(w->topo, w->place);
 		if (ret)
 			pc_warn("%s: cannot bind to PU %d (%s); running unbound", w->name,
 				w->place->pu, strerror(-ret));
@@ -99,7 +93,6 @@ static int worker_setup(struct pc_worker *w)
 	w->tx_msgs = calloc(p->tx_bufs, sizeof(*w->tx_msgs));
 	w->chain.wr = calloc(p->sq_depth, sizeof(*w->chain.wr));
 	w->chain.sge = calloc(p->sq_depth, sizeof(*w->chain.sge));
-	w->chain.max = p->sq_depth;
 	w->rwr = calloc(p->srq_depth, sizeof(*w->rwr));
 	w->rsge = calloc(p->srq_depth, sizeof(*w->rsge));
 	w->wc = calloc(p->poll_batch, sizeof(*w->wc));
@@ -153,7 +146,7 @@ static int worker_setup(struct pc_worker *w)
 	if (!w->srq)
 		return pc_set_error(pc_neg_errno(-1), "%s port %u: ibv_create_srq(%u): %s", d->name,
 				    d->port, p->srq_depth, strerror(errno));
-	cds_wfcq_init(&w->ctl_head, &w->ctl_tail);
+	ctl_inbox_init(&w->inbox, wake_cb, w);
 	dp_refill_srq(w, true);
 	pc_info("%s: %s on PU %d (NUMA %d), CQ %d, SRQ %u (watermark %u), %s verbs, %s idle",
 		w->name, d->name, w->st.pu, w->st.numa_node, cqe, p->srq_depth, p->srq_watermark,
@@ -170,7 +163,7 @@ static void chan_free(struct chan *ch)
 /* Gives back what the worker itself holds, so the pools report only what the app kept. */
 static void worker_reclaim(struct pc_worker *w)
 {
-	const struct pc_engine_params *p = engine_params(w->e);
+	const struct pc_engine_params *p = w->p;
 	unsigned int i;
 	void *obj;
 
@@ -228,15 +221,14 @@ static void worker_teardown(struct pc_worker *w)
 /* Applies control messages; returns how many there were. */
 unsigned int worker_apply_ctl(struct pc_worker *w)
 {
-	const struct pc_engine_params *p = engine_params(w->e);
-	struct cds_wfcq_node *node;
+	const struct pc_engine_params *p = w->p;
+	struct ctl_msg *cm;
 	unsigned int n = 0;
 
-	if (cds_wfcq_empty(&w->ctl_head, &w->ctl_tail))
+	if (ctl_inbox_empty(&w->inbox))
 		return 0;
-	/* single dequeuer: the worker; the wfcqueue orders the conn's fields */
-	while ((node = __cds_wfcq_dequeue_blocking(&w->ctl_head, &w->ctl_tail))) {
-		struct ctl_msg *cm = ctl_msg_take(node);
+	/* the wfcqueue orders the conn's fields */
+	while ((cm = ctl_next(&w->inbox))) {
 		struct conn *c = cm->conn;
 
 		n++;
@@ -246,7 +238,7 @@ unsigned int worker_apply_ctl(struct pc_worker *w)
 			c->bl_tail = &c->bl_head;
 			w->credits_out += c->window;
 			w->cache[c->qpn & (PC_ARRAY_SIZE(w->cache) - 1)] = c;
-			STAT_ADD(w, conns, 1);
+			STAT_ADD(w->st.conns, 1);
 			break;
 		case CTL_UP: {
 			struct connect_req *r = NULL;
@@ -254,7 +246,7 @@ unsigned int worker_apply_ctl(struct pc_worker *w)
 			if (c->state != CONN_ATTACHED)
 				break;
 			/* pc_connect() gave up already: control closes it; it never was UP */
-			if (!c->passive && !(r = engine_connect_take(c)))
+			if (!c->passive && !(r = conn_connect_take(c)))
 				break;
 			if (!c->passive)
 				conn_apply_peer(c);
@@ -262,7 +254,7 @@ unsigned int worker_apply_ctl(struct pc_worker *w)
 			if (p->on_conn)
 				p->on_conn((struct pc_conn *)c, PC_CONN_UP, p->arg);
 			if (r)
-				engine_connect_answer(r, 0);
+				conn_connect_answer(r, 0);
 			if (c->bl_head || c->grant_pending)
 				dp_mark_dirty(w, c);
 			break;
@@ -275,19 +267,6 @@ unsigned int worker_apply_ctl(struct pc_worker *w)
 		}
 	}
 	return n;
-}
-
-void worker_ctl_post(struct conn *c, enum ctl_kind kind)
-{
-	struct ctl_msg *m = &c->ctl[kind];
-
-	m->kind = (uint8_t)kind;
-	m->conn = c;
-	cds_wfcq_node_init(&m->node);
-	ctl_msg_publish(m);
-	/* release: the conn's fields are published with the node (wfcqueue) */
-	cds_wfcq_enqueue(&c->w->ctl_head, &c->w->ctl_tail, &m->node);
-	worker_wake(c->w);
 }
 
 void worker_wake(struct pc_worker *w)
@@ -307,7 +286,7 @@ void worker_wake(struct pc_worker *w)
 
 static bool worker_has_input(struct pc_worker *w)
 {
-	return pc_ring_mpsc_count(w->submit) || !cds_wfcq_empty(&w->ctl_head, &w->ctl_tail) ||
+	return pc_ring_mpsc_count(w->submit) || !ctl_inbox_empty(&w->inbox) ||
 	       atomic_load(&w->srq_limit) || atomic_load(&w->stop);
 }
 
@@ -329,22 +308,22 @@ static void worker_sleep(struct pc_worker *w)
 		return;
 	/* acq_rel: pairs with the RMW in worker_wake() */
 	atomic_exchange_explicit(&w->sleeping, 1, memory_order_acq_rel);
-	n = ibv_poll_cq(w->cq, (int)engine_params(w->e)->poll_batch, w->wc);
+	n = ibv_poll_cq(w->cq, (int)w->p->poll_batch, w->wc);
 	if (n > 0 || worker_has_input(w) || w->draining) {
 		atomic_store(&w->sleeping, 0);
 		for (i = 0; i < n; i++)
 			dp_handle_wc(w, &w->wc[i]);
 		if (n > 0)
-			STAT_ADD(w, completions, (uint64_t)n);
+			STAT_ADD(w->st.completions, (uint64_t)n);
 		return;
 	}
-	t0 = pc__now_ns();
+	t0 = now_ns();
 	rcu_thread_offline();
 	n = poll(pfd, 2, 100); /* bounded: stats stay fresh, timers run */
 	rcu_thread_online();
 	atomic_store(&w->sleeping, 0);
-	STAT_ADD(w, sleeps, 1);
-	STAT_ADD(w, sleep_ns, pc__now_ns() - t0);
+	STAT_ADD(w->st.sleeps, 1);
+	STAT_ADD(w->st.sleep_ns, now_ns() - t0);
 	if (n > 0 && (pfd[0].revents & POLLIN)) {
 		struct ibv_cq *cq;
 		void *ctx;
@@ -356,11 +335,11 @@ static void worker_sleep(struct pc_worker *w)
 			ibv_ack_cq_events(w->cq, w->cq_unacked);
 			w->cq_unacked = 0;
 		}
-		STAT_ADD(w, wakeups_cq, 1);
+		STAT_ADD(w->st.wakeups_cq, 1);
 	}
 	if (n > 0 && (pfd[1].revents & POLLIN)) {
 		(void)!read(w->efd, &v, sizeof(v));
-		STAT_ADD(w, wakeups_submit, 1);
+		STAT_ADD(w->st.wakeups_submit, 1);
 	}
 }
 
@@ -373,15 +352,15 @@ static unsigned int worker_turn(struct pc_worker *w, const struct pc_engine_para
 
 	/* 1-2. poll the CQ in a batch, dispatch each completion through wr_id */
 	n = ibv_poll_cq(w->cq, (int)p->poll_batch, w->wc);
-	STAT_ADD(w, polls, 1);
+	STAT_ADD(w->st.polls, 1);
 	if (pc_likely(n > 0)) {
 		for (i = 0; i < (unsigned int)n; i++)
 			dp_handle_wc(w, &w->wc[i]);
-		STAT_ADD(w, completions, (uint64_t)n);
+		STAT_ADD(w->st.completions, (uint64_t)n);
 	} else {
 		if (pc_unlikely(n < 0))
 			pc_err("%s: ibv_poll_cq failed (%d)", w->name, n);
-		STAT_ADD(w, empty_polls, 1);
+		STAT_ADD(w->st.empty_polls, 1);
 		n = 0;
 	}
 	work = (unsigned int)n;
@@ -415,10 +394,10 @@ static unsigned int worker_turn(struct pc_worker *w, const struct pc_engine_para
 static void *worker_main(void *arg)
 {
 	struct pc_worker *w = arg;
-	const struct pc_engine_params *p = engine_params(w->e);
+	const struct pc_engine_params *p = w->p;
 	int ret;
 
-	pc__self_worker = w;
+	self_worker = w;
 	pthread_setname_np(pthread_self(), w->name);
 	ret = worker_setup(w);
 	w->setup_err = ret;
@@ -432,7 +411,7 @@ static void *worker_main(void *arg)
 	while (!atomic_load_explicit(&w->stop, memory_order_relaxed)) {
 		unsigned int work = worker_turn(w, p);
 
-		STAT_ADD(w, loops, 1);
+		STAT_ADD(w->st.loops, 1);
 		if (work || p->idle != PC_IDLE_HYBRID)
 			w->empty_turns = 0;
 		else if (++w->empty_turns >= p->idle_spins) {
@@ -447,22 +426,24 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-int worker_start(struct pc_engine *e, struct pc_worker *w, unsigned int idx, struct pc_dev *dev,
-		 const struct pc_plan_entry *place)
+int worker_start(struct pc_worker *w, const struct worker_cfg *cfg)
 {
 	int ret;
 
-	w->e = e;
-	w->idx = idx;
-	w->dev = dev;
-	w->place = place;
+	w->p = cfg->p;
+	w->idx = cfg->idx;
+	w->dev = cfg->dev;
+	w->topo = cfg->topo;
+	w->place = cfg->place;
+	w->conns = cfg->conns;
+	w->control = cfg->control;
 	w->efd = -1;
-	w->hybrid = engine_params(e)->idle == PC_IDLE_HYBRID;
+	w->hybrid = w->p->idle == PC_IDLE_HYBRID;
 	w->wr_ex = worker_wants_wr_ex(w);
 	w->st.pu = -1;
 	w->st.numa_node = -1;
 	/* pthread names are 15 chars: pc-w<N>-<device>, truncated */
-	snprintf(w->st.name, sizeof(w->st.name), "pc-w%u-%.16s", idx, dev->name);
+	snprintf(w->st.name, sizeof(w->st.name), "pc-w%u-%.16s", w->idx, w->dev->name);
 	memcpy(w->name, w->st.name, sizeof(w->name) - 1);
 	ret = pthread_create(&w->thread, NULL, worker_main, w);
 	if (ret)
@@ -491,9 +472,4 @@ void worker_destroy(struct pc_worker *w)
 {
 	/* the thread is joined: its objects are ours now */
 	worker_teardown(w);
-}
-
-struct chan *worker_chan(struct pc_worker *w, unsigned int slot)
-{
-	return slot < w->nchans ? &w->chans[slot] : NULL;
 }

@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Connections: control messages between threads, the table keyed by QP
+ * number (rculfhash: the control thread adds and deletes, workers and tools
+ * look up under RCU), answering a waiting pc_connect(), and freeing.
+ */
+#include "conn.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+/* --- control messages -------------------------------------------------------------- */
+
+/* Any thread; each kind is posted at most once per conn (its node is embedded). */
+void ctl_post(struct ctl_inbox *in, struct conn *c, enum ctl_kind kind)
+{
+	struct ctl_msg *m = &c->ctl[kind];
+
+	m->kind = (uint8_t)kind;
+	m->conn = c;
+	cds_wfcq_node_init(&m->node);
+	/* release: pairs with the acquire in ctl_next() */
+	atomic_store_explicit(&m->published, 1, memory_order_release);
+	/* release: the conn's fields are published with the node (wfcqueue) */
+	cds_wfcq_enqueue(&in->head, &in->tail, &m->node);
+	in->wake(in->wake_arg);
+}
+
+/* Any thread; only the first request of a conn is posted. */
+void conn_request_close(struct conn *c, struct ctl_inbox *control)
+{
+	if (!atomic_exchange(&c->close_req, true))
+		ctl_post(control, c, CTL_CLOSE_REQ);
+}
+
+/* --- the table ------------------------------------------------------------------------- */
+
+static unsigned long qpn_hash(uint32_t qpn)
+{
+	return (unsigned long)qpn * 0x9e3779b97f4a7c15ull;
+}
+
+static int qpn_match(struct cds_lfht_node *node, const void *key)
+{
+	return caa_container_of(node, struct conn, node)->qpn == *(const uint32_t *)key;
+}
+
+/* RCU read side (an online qsbr reader). */
+struct conn *conn_lookup(struct cds_lfht *table, uint32_t qpn)
+{
+	struct cds_lfht_iter it;
+	struct cds_lfht_node *node;
+
+	cds_lfht_lookup(table, qpn_hash(qpn), qpn_match, &qpn, &it);
+	node = cds_lfht_iter_get_node(&it);
+	return node ? caa_container_of(node, struct conn, node) : NULL;
+}
+
+/* Control thread. */
+void conn_table_add(struct cds_lfht *table, struct conn *c)
+{
+	cds_lfht_add(table, qpn_hash(c->qpn), &c->node);
+}
+
+/* Control thread; readers may hold @c until their next quiescent state. */
+void conn_table_del(struct cds_lfht *table, struct conn *c)
+{
+	cds_lfht_del(table, &c->node);
+}
+
+/* --- peer parameters and connect answers -------------------------------------------------- */
+
+/* Applies what the peer said; before ATTACH (passive) or on the worker at UP (active). */
+void conn_apply_peer(struct conn *c)
+{
+	c->raw = c->peer_raw;
+	if (c->raw)
+		return;
+	c->peer_grant_seen = c->peer_priv.credits;
+	c->peer_credit_addr = c->peer_priv.credit_addr;
+	c->peer_credit_rkey = c->peer_priv.credit_rkey;
+	c->peer_max_msg = c->peer_priv.max_msg;
+	c->peer_window = c->peer_priv.credits;
+}
+
+/* The waiting pc_connect(), for whoever answers it first; NULL for the others. */
+struct connect_req *conn_connect_take(struct conn *c)
+{
+	/* acq_rel: the winner sees the waiter's req; the loser sees NULL */
+	return atomic_exchange_explicit(&c->creq, NULL, memory_order_acq_rel);
+}
+
+void conn_connect_answer(struct connect_req *r, int err)
+{
+	r->err = err;
+	if (err)
+		snprintf(r->why, sizeof(r->why), "%s", pc_last_error());
+	/* release: sem_post publishes err/why to the waiter in pc_connect() */
+	sem_post(&r->done);
+}
+
+void conn_connect_done(struct conn *c, int err)
+{
+	struct connect_req *r = conn_connect_take(c);
+
+	if (r)
+		conn_connect_answer(r, err);
+}
+
+/* --- freeing ------------------------------------------------------------------------------ */
+
+void conn_free_now(struct conn *c)
+{
+	if (c->credit_mr)
+		ibv_dereg_mr(c->credit_mr);
+	free((void *)c->credit_word);
+	free(c->sq.slot);
+	free(c);
+}
+
+static void conn_free_cb(struct rcu_head *head)
+{
+	conn_free_now(caa_container_of(head, struct conn, rcu));
+}
+
+/* After a grace period: workers and table walkers may still hold @c. */
+void conn_free_rcu(struct conn *c)
+{
+	call_rcu(&c->rcu, conn_free_cb);
+}

@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The connection object, its table, and the control messages that move it
+ * between threads. The lowest layer of workers/: it knows no worker and no
+ * engine (struct pc_worker and struct pc_engine are opaque pointers here).
+ *
+ * Who touches what in a struct conn:
+ *
+ *   part                         | worker thread | control thread | app threads
+ *   -----------------------------+---------------+----------------+------------
+ *   hot part (queues, credits)   | read/write    | before ATTACH  | -
+ *   identity, peer parameters    | read          | write before   | read
+ *                                |               | ATTACH / UP    |
+ *   cold part (id, table node)   | -             | read/write     | -
+ *   counters                     | write relaxed | read           | read
+ *   creq                         | exchange (UP) | exchange       | create, wait
+ *
+ * Control messages travel in wfcqueues (struct ctl_inbox): one per worker
+ * (control -> worker) and one for the control thread (workers and app
+ * threads -> control). Anything written to the conn before ctl_post() is
+ * visible to whoever takes the message with ctl_next().
+ */
+#ifndef PC_CONN_H
+#define PC_CONN_H
+
+#include <semaphore.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+#include <urcu-qsbr.h>
+#include <urcu/rculfhash.h>
+#include <urcu/wfcqueue.h>
+
+#include <pollcore/common.h>
+
+#include "sq.h"
+#include "wire.h"
+
+struct pc_engine;
+struct pc_worker;
+struct conn;
+
+/* Monotonic nanoseconds: the time base of every deadline. */
+static inline uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Counters with one writer, sampled by other threads: relaxed atomics,
+ * which cost the writer nothing over plain arithmetic.
+ */
+#define STAT_ADD(x, n) \
+	__atomic_store_n(&(x), __atomic_load_n(&(x), __ATOMIC_RELAXED) + (n), __ATOMIC_RELAXED)
+#define STAT_LD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+
+/* --- work-request contexts ---------------------------------------------- */
+
+/*
+ * Every wr_id is a pointer to one of these, embedded in its owner (a
+ * message, an operation or a connection) and resolved with container_of.
+ */
+enum wr_kind {
+	WR_MSG = 1,	/* struct msg: a receive, or a send of its buffer */
+	WR_OP,		/* struct op_priv inside a struct pc_op */
+	WR_CREDIT,	/* conn->credit_ctx: RDMA WRITE of granted credits */
+	WR_MARKER,	/* conn->marker_ctx: last WR of a closing QP */
+};
+
+/* What a submission through the MPSC ring asks for. */
+enum wr_action {
+	ACT_SEND = 1,	/* 0 stays invalid: a zeroed context is caught */
+	ACT_RELEASE,
+	ACT_RDMA,
+};
+
+struct wr_ctx {
+	uint8_t kind;
+	uint8_t action;
+	struct wr_ctx *next;	/* backlog / overflow links */
+	struct conn *conn;	/* connection it is posted on */
+};
+
+/* --- control messages ---------------------------------------------------- */
+
+enum ctl_kind {
+	CTL_ATTACH = 0,	/* control -> worker: new QP on your CQ/SRQ */
+	CTL_UP,		/* control -> worker: established */
+	CTL_CLOSE,	/* control -> worker: QP is in ERR (or going); drain it */
+	CTL_CONNECT,	/* app -> control: create the id and connect (pc_connect) */
+	CTL_CLOSE_REQ,	/* app/worker -> control: please close this connection */
+	CTL_RETIRE,	/* worker -> control: drained and unheld; destroy */
+	CTL_MAX,
+};
+
+struct ctl_msg {
+	struct cds_wfcq_node node;
+	uint8_t kind;
+	struct conn *conn;
+	/*
+	 * Release/acquire around the wfcqueue: liburcu's own barriers are
+	 * inline asm that ThreadSanitizer cannot see; this makes the edge
+	 * explicit (control path only, never per message).
+	 */
+	atomic_uint published;
+};
+
+/* A thread's queue of control messages: many producers, one consumer. */
+struct ctl_inbox {
+	struct cds_wfcq_head head;
+	struct cds_wfcq_tail tail;
+	void (*wake)(void *arg);	/* tells the consumer to look; any thread */
+	void *wake_arg;
+};
+
+static inline void ctl_inbox_init(struct ctl_inbox *in, void (*wake)(void *arg), void *arg)
+{
+	cds_wfcq_init(&in->head, &in->tail);
+	in->wake = wake;
+	in->wake_arg = arg;
+}
+
+static inline bool ctl_inbox_empty(struct ctl_inbox *in)
+{
+	return cds_wfcq_empty(&in->head, &in->tail);
+}
+
+/* The next message, with everything written before its ctl_post() visible; NULL if none. */
+static inline struct ctl_msg *ctl_next(struct ctl_inbox *in)
+{
+	/* single consumer: the inbox's owner */
+	struct cds_wfcq_node *node = __cds_wfcq_dequeue_blocking(&in->head, &in->tail);
+	struct ctl_msg *m;
+
+	if (!node)
+		return NULL;
+	m = caa_container_of(node, struct ctl_msg, node);
+	/* acquire: pairs with the release in ctl_post() */
+	(void)atomic_load_explicit(&m->published, memory_order_acquire);
+	return m;
+}
+
+/* --- connections ----------------------------------------------------------- */
+
+/* A pc_connect() waiting for its connection. */
+struct connect_req {
+	sem_t done;
+	int err;
+	char why[256];
+};
+
+enum conn_state {
+	CONN_ATTACHING = 0,	/* created by control, not yet seen by the worker */
+	CONN_ATTACHED,		/* worker knows it; receives work; not established */
+	CONN_UP,		/* established: sends allowed */
+	CONN_DRAINING,		/* QP in ERR, waiting for the marker and LAST_WQE */
+	CONN_DRAINED,		/* DOWN delivered; waiting for held buffers */
+	CONN_RETIRED,		/* handed back to control for destruction */
+};
+
+struct conn {
+	/* worker-hot */
+	struct pc_worker *w;
+	struct ibv_qp *qp;
+	struct ibv_qp_ex *qpx;	/* ibv_wr_* posting, when the worker uses it */
+	uint32_t qpn;
+	uint8_t state;
+	bool raw;
+	bool dirty;
+	bool credit_stalled;
+	struct conn *dirty_next;
+	struct wr_ctx *bl_head, **bl_tail;	/* backlog: msgs and ops, FIFO */
+	uint32_t backlog;
+	struct sq sq;
+	/* credits this side may spend: peer's cumulative grant minus sends */
+	uint64_t sent_credited;
+	uint64_t peer_grant_seen;
+	/* credits granted to the peer */
+	uint64_t granted;
+	uint64_t granted_published;
+	uint64_t recv_credited;
+	uint32_t grant_pending;
+	uint32_t window;
+	uint64_t peer_credit_addr;
+	uint32_t peer_credit_rkey;
+	uint32_t max_inline;
+	/* rpc */
+	uint64_t next_req_id;
+	uint32_t inflight_req;
+	/* app */
+	unsigned int app_slot;
+	uint32_t held;
+	void *user;
+	struct wr_ctx credit_ctx;
+	struct wr_ctx marker_ctx;
+	/* stats: written by the worker, sampled by others */
+	uint64_t msgs_sent, msgs_recv, bytes_sent, bytes_recv, credit_stalls, sq_stalls;
+
+	/* drain */
+	uint64_t drain_deadline_ns;
+	uint64_t grace_start_ns;
+	bool was_up;
+	bool marker_done;
+	atomic_bool last_wqe;	/* set by the control thread on IBV_EVENT_QP_LAST_WQE_REACHED */
+	struct conn *drain_next;
+
+	/* cold: control thread */
+	struct pc_engine *e;		/* opaque here: for the control thread and the API */
+	struct rdma_cm_id *id;
+	struct cds_lfht_node node;
+	struct rcu_head rcu;
+	struct ctl_msg ctl[CTL_MAX];	/* one per kind: each is posted at most once (ctl_post()) */
+	atomic_bool close_req;		/* CTL_CLOSE_REQ posted */
+	struct rdma_addrinfo *res;	/* active side: resolved by pc_connect() */
+	bool passive;
+	bool closing;			/* control: rdma_disconnect called, CLOSE posted */
+	bool attached;			/* control: CTL_ATTACH posted */
+	struct ibv_mr *credit_mr;
+	/* the peer RDMA-WRITEs its cumulative grant into [0]; [1] is our outgoing copy */
+	volatile uint64_t *credit_word;
+	uint32_t peer_max_msg;
+	uint32_t peer_window;	/* credits the peer grants at most (its window) */
+	struct wire_cm_priv peer_priv;	/* what the peer said, applied by conn_apply_peer() */
+	bool peer_raw;
+	int want_worker;
+	/*
+	 * Active side, until answered: the worker (UP) and the control thread
+	 * (failure, deadline) race to answer; whoever exchanges it to NULL
+	 * first does (conn_connect_take()).
+	 */
+	struct connect_req *_Atomic creq;
+	uint64_t connect_deadline_ns;	/* control: pc_connect()'s timeout */
+	uint32_t connect_timeout_ms;
+	struct conn *connecting_next;	/* control: e->connecting list */
+	int close_err;
+};
+
+/*
+ * c->state is written by the owning worker (by control once the workers
+ * stopped) and read by pc_engine_for_each_conn() walkers: relaxed atomics,
+ * which cost nothing on the worker's own plain reads.
+ */
+static inline void conn_set_state(struct conn *c, enum conn_state s)
+{
+	__atomic_store_n(&c->state, (uint8_t)s, __ATOMIC_RELAXED);
+}
+
+/* conn.c */
+void ctl_post(struct ctl_inbox *in, struct conn *c, enum ctl_kind kind);
+void conn_request_close(struct conn *c, struct ctl_inbox *control);
+struct conn *conn_lookup(struct cds_lfht *table, uint32_t qpn);
+void conn_table_add(struct cds_lfht *table, struct conn *c);
+void conn_table_del(struct cds_lfht *table, struct conn *c);
+void conn_apply_peer(struct conn *c);
+struct connect_req *conn_connect_take(struct conn *c);
+void conn_connect_answer(struct connect_req *r, int err);
+void conn_connect_done(struct conn *c, int err);
+void conn_free_now(struct conn *c);
+void conn_free_rcu(struct conn *c);
+
+#endif /* PC_CONN_H */
