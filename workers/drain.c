@@ -67,7 +67,7 @@ void drain_begin(struct pc_worker *w, struct conn *c)
 		return;
 	c->was_up = c->state == CONN_UP;
 	conn_set_state(c, CONN_DRAINING);
-	ret = pc_qp_to_err(w->dev, c->qp);
+	ret = qp_to_err(w->dev, c->qp);
 	if (ret)
 		pc_debug("%s qp 0x%x: to ERR: %s", w->dev->name, c->qpn, pc_last_error());
 	backlog_cancel(w, c);

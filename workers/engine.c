@@ -74,12 +74,11 @@ static int params_normalise(struct pc_engine_params *p)
 static int devices_open(struct pc_engine *e)
 {
 	const char *const *names = e->p.devices;
-	int n = 0, i;
+	struct ibv_device **present = NULL;
+	int n = 0, i, ret = 0;
 	unsigned int k;
 
 	e->cm_ctxs = rdma_get_devices(&n);
-	if (!e->cm_ctxs || n == 0)
-		return pc_set_error(-ENODEV, "no RDMA device found (is a driver loaded? try ibv_devices)");
 	for (k = 0; names && names[k]; k++)
 		;
 	e->ndevs = names ? k : 1;
@@ -87,25 +86,30 @@ static int devices_open(struct pc_engine *e)
 		return pc_set_error(-EINVAL, "empty device list");
 	e->devs = calloc(e->ndevs, sizeof(*e->devs));
 	e->devnames = calloc(e->ndevs, sizeof(*e->devnames));
-	if (!e->devs || !e->devnames)
+	present = calloc(n > 0 ? (size_t)n : 1, sizeof(*present));
+	if (!e->devs || !e->devnames || !present) {
+		free(present);
 		return -ENOMEM;
+	}
+	for (i = 0; e->cm_ctxs && i < n; i++)
+		present[i] = e->cm_ctxs[i]->device;
 	for (k = 0; k < e->ndevs; k++) {
-		struct ibv_context *ctx = NULL;
-
-		for (i = 0; i < n && !ctx; i++)
-			if (!names || !strcmp(ibv_get_device_name(e->cm_ctxs[i]->device), names[k]))
-				ctx = e->cm_ctxs[i];
-		if (!ctx)
-			return pc_set_error(-ENODEV, "RDMA device '%s' not found (%d present)",
-					    names[k], n);
-		e->devs[k] = pc_dev_from_context(ctx, 1);
-		if (!e->devs[k])
-			return -errno;
+		i = dev_pick(present, e->cm_ctxs ? n : 0, names ? names[k] : NULL);
+		if (i < 0) {
+			ret = i;
+			break;
+		}
+		e->devs[k] = pc_dev_from_context(e->cm_ctxs[i], 1);
+		if (!e->devs[k]) {
+			ret = -errno;
+			break;
+		}
 		e->devnames[k] = e->devs[k]->name;
-		pc_info("%s port 1: %s verbs path", e->devs[k]->name,
+		pc_info("%s port %u: %s verbs path", e->devs[k]->name, e->devs[k]->port,
 			e->devs[k]->mlx5dv ? "mlx5dv-capable" : "generic");
 	}
-	return 0;
+	free(present);
+	return ret;
 }
 
 /* Placement: NIC-local cores when the plan allows; otherwise unpinned, said aloud. */

@@ -39,6 +39,7 @@
 #include <pollcore/verbs.h>
 
 #include "conn.h"
+#include "verbs_pvt.h"
 
 /* the wire's message types are the public ones */
 static_assert((int)PC_MSG_ONEWAY == WIRE_ONEWAY && (int)PC_MSG_REQUEST == WIRE_REQUEST &&

@@ -4,7 +4,9 @@
  * verbs errors.
  *
  * A struct pc_dev is one opened verbs device plus the port and GID index
- * pollcore uses on it, and one protection domain. Every error that
+ * pollcore uses on it, and one protection domain. QP state transitions are
+ * not part of the API: the engine's connections are wired by rdma_cm, and
+ * the loopback pair below wires itself. Every error that
  * involves a device names it as "<dev> port <p> gid <g>", and every failed
  * work completion also names the QP number, the opcode and
  * ibv_wc_status_str().
@@ -73,52 +75,6 @@ void pc_dev_close(struct pc_dev *dev);
  * Return: the handle, or NULL with errno set.
  */
 struct pc_dev *pc_dev_from_context(struct ibv_context *ctx, uint8_t port);
-
-/* What one side of an RC connection tells the other (out of band). */
-struct pc_qp_peer {
-	union ibv_gid gid;
-	uint32_t qpn;
-	uint32_t psn;
-};
-
-/**
- * pc_qp_to_init - RESET -> INIT.
- * @dev: device the QP lives on.
- * @qp: the QP.
- * @access: remote access flags (IBV_ACCESS_REMOTE_*), the least needed.
- *
- * Return: 0 or a negative errno, with pc_last_error() naming dev and QP.
- */
-int pc_qp_to_init(const struct pc_dev *dev, struct ibv_qp *qp, int access);
-
-/**
- * pc_qp_to_rtr - INIT -> RTR towards @peer over RoCE/IB GID addressing.
- * @dev: device the QP lives on (port, GID index, active MTU).
- * @qp: the QP.
- * @peer: remote GID, QP number and initial PSN.
- *
- * Return: 0 or a negative errno, with pc_last_error() set.
- */
-int pc_qp_to_rtr(const struct pc_dev *dev, struct ibv_qp *qp, const struct pc_qp_peer *peer);
-
-/**
- * pc_qp_to_rts - RTR -> RTS.
- * @dev: device the QP lives on.
- * @qp: the QP.
- * @psn: our initial send PSN (what the peer got as peer->psn).
- *
- * Return: 0 or a negative errno, with pc_last_error() set.
- */
-int pc_qp_to_rts(const struct pc_dev *dev, struct ibv_qp *qp, uint32_t psn);
-
-/**
- * pc_qp_to_err - move a QP to ERR so that its outstanding WRs flush.
- * @dev: device the QP lives on.
- * @qp: the QP.
- *
- * Return: 0 or a negative errno.
- */
-int pc_qp_to_err(const struct pc_dev *dev, struct ibv_qp *qp);
 
 /**
  * pc_wc_opcode_str - name of a work-completion opcode.
