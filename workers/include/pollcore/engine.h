@@ -195,7 +195,7 @@ struct pc_engine_params {
  *
  * Return: the engine, or NULL with errno set and pc_last_error() saying why.
  */
-struct pc_engine *pc_engine_create(const struct pc_engine_params *params);
+PC_API struct pc_engine *pc_engine_create(const struct pc_engine_params *params);
 
 /**
  * pc_engine_destroy - close every connection, drain, stop and free.
@@ -203,7 +203,7 @@ struct pc_engine *pc_engine_create(const struct pc_engine_params *params);
  *
  * Messages still held by the application are reported (count) and freed.
  */
-void pc_engine_destroy(struct pc_engine *e);
+PC_API void pc_engine_destroy(struct pc_engine *e);
 
 /**
  * pc_listen - accept connections on @addr:@port (rdma_cm).
@@ -218,7 +218,7 @@ void pc_engine_destroy(struct pc_engine *e);
  *
  * Return: 0 or a negative errno.
  */
-int pc_listen(struct pc_engine *e, const char *addr, uint16_t port);
+PC_API int pc_listen(struct pc_engine *e, const char *addr, uint16_t port);
 
 /**
  * pc_listen_port - the port pc_listen() bound (useful with port 0).
@@ -226,7 +226,7 @@ int pc_listen(struct pc_engine *e, const char *addr, uint16_t port);
  *
  * Return: the port, or 0 when not listening.
  */
-uint16_t pc_listen_port(struct pc_engine *e);
+PC_API uint16_t pc_listen_port(struct pc_engine *e);
 
 /**
  * pc_connect - connect to a pollcore server and wait until established.
@@ -240,8 +240,8 @@ uint16_t pc_listen_port(struct pc_engine *e);
  * Return: the connection (PC_CONN_UP has been delivered), or NULL with
  * errno set (ETIMEDOUT, ECONNREFUSED, EHOSTUNREACH, ...).
  */
-struct pc_conn *pc_connect(struct pc_engine *e, const char *addr, uint16_t port, int worker,
-			   int timeout_ms, void *user);
+PC_API struct pc_conn *pc_connect(struct pc_engine *e, const char *addr, uint16_t port, int worker,
+				  int timeout_ms, void *user);
 
 /**
  * pc_close - start closing a connection (disconnect, drain, free).
@@ -251,7 +251,7 @@ struct pc_conn *pc_connect(struct pc_engine *e, const char *addr, uint16_t port,
  *
  * Return: 0 or a negative errno.
  */
-int pc_close(struct pc_conn *conn);
+PC_API int pc_close(struct pc_conn *conn);
 
 /**
  * pc_msg_alloc - a send buffer for @conn.
@@ -260,7 +260,7 @@ int pc_close(struct pc_conn *conn);
  * Return: a message with len 0 and cap msg_size, or NULL with errno ENOBUFS
  * (backpressure: send buffers are all in flight or held) or ENOTCONN.
  */
-struct pc_msg *pc_msg_alloc(struct pc_conn *conn);
+PC_API struct pc_msg *pc_msg_alloc(struct pc_conn *conn);
 
 /**
  * pc_send - send @msg (one-way); ownership passes to pollcore.
@@ -274,7 +274,7 @@ struct pc_msg *pc_msg_alloc(struct pc_conn *conn);
  * connection is closing (the message is released); -EMSGSIZE when len > cap
  * or more than the peer accepts (the message is still yours).
  */
-int pc_send(struct pc_msg *msg);
+PC_API int pc_send(struct pc_msg *msg);
 
 /**
  * pc_call - send @msg as a request; the response arrives as a message of
@@ -288,7 +288,7 @@ int pc_send(struct pc_msg *msg);
  * Return: as pc_send(); -EAGAIN when the connection's request window is
  * full (the message is still yours).
  */
-int pc_call(struct pc_msg *msg, uint64_t *req_id);
+PC_API int pc_call(struct pc_msg *msg, uint64_t *req_id);
 
 /**
  * pc_reply - answer a request in place: @req's buffer carries the response.
@@ -296,7 +296,7 @@ int pc_call(struct pc_msg *msg, uint64_t *req_id);
  *
  * Return: as pc_send().
  */
-int pc_reply(struct pc_msg *req);
+PC_API int pc_reply(struct pc_msg *req);
 
 /**
  * pc_msg_release - give a received (or unsent) message back.
@@ -304,7 +304,7 @@ int pc_reply(struct pc_msg *req);
  *
  * Return: 0, or -ENOBUFS when the submission ring is full (retry).
  */
-int pc_msg_release(struct pc_msg *msg);
+PC_API int pc_msg_release(struct pc_msg *msg);
 
 /**
  * pc_rdma - post a one-sided operation on @conn.
@@ -313,7 +313,7 @@ int pc_msg_release(struct pc_msg *msg);
  *
  * Return: 0, -ENOBUFS (ring full, retry), -ENOTCONN, -EINVAL.
  */
-int pc_rdma(struct pc_conn *conn, struct pc_op *op);
+PC_API int pc_rdma(struct pc_conn *conn, struct pc_op *op);
 
 /**
  * pc_mem_reg - register application memory on the device of @conn.
@@ -328,14 +328,14 @@ int pc_rdma(struct pc_conn *conn, struct pc_op *op);
  *
  * Return: an opaque handle, or NULL with errno set.
  */
-void *pc_mem_reg(struct pc_conn *conn, void *addr, size_t len, int access, uint32_t *lkey,
-		 uint32_t *rkey);
+PC_API void *pc_mem_reg(struct pc_conn *conn, void *addr, size_t len, int access, uint32_t *lkey,
+			uint32_t *rkey);
 
 /**
  * pc_mem_dereg - undo pc_mem_reg().
  * @handle: from pc_mem_reg(), or NULL.
  */
-void pc_mem_dereg(void *handle);
+PC_API void pc_mem_dereg(void *handle);
 
 /**
  * pc_app_attach - bind the calling thread to application slot @idx.
@@ -349,7 +349,7 @@ void pc_mem_dereg(void *handle);
  * Return: 0, -EINVAL (bad index), -EBUSY (slot taken), -EALREADY (this
  * thread is attached to this engine already), -ENOSPC (too many engines).
  */
-int pc_app_attach(struct pc_engine *e, unsigned int idx);
+PC_API int pc_app_attach(struct pc_engine *e, unsigned int idx);
 
 /**
  * pc_app_poll - take received messages for this application thread.
@@ -363,7 +363,7 @@ int pc_app_attach(struct pc_engine *e, unsigned int idx);
  *
  * Return: number of messages (0 when none, or when not attached).
  */
-unsigned int pc_app_poll(struct pc_engine *e, struct pc_msg **msgs, unsigned int n);
+PC_API unsigned int pc_app_poll(struct pc_engine *e, struct pc_msg **msgs, unsigned int n);
 
 /**
  * pc_conn_user - the @user pointer given at pc_connect() (or set with
@@ -372,7 +372,7 @@ unsigned int pc_app_poll(struct pc_engine *e, struct pc_msg **msgs, unsigned int
  *
  * Return: the pointer.
  */
-void *pc_conn_user(const struct pc_conn *conn);
+PC_API void *pc_conn_user(const struct pc_conn *conn);
 
 /**
  * pc_conn_set_user - set the connection's user pointer.
@@ -381,7 +381,7 @@ void *pc_conn_user(const struct pc_conn *conn);
  *
  * Owning worker (e.g. in on_conn), or before traffic starts.
  */
-void pc_conn_set_user(struct pc_conn *conn, void *user);
+PC_API void pc_conn_set_user(struct pc_conn *conn, void *user);
 
 /* Per-connection counters and identity (pc_conn_info()). */
 struct pc_conn_info {
@@ -408,7 +408,7 @@ struct pc_conn_info {
  *
  * Any thread while the connection is up.
  */
-void pc_conn_info(const struct pc_conn *conn, struct pc_conn_info *info);
+PC_API void pc_conn_info(const struct pc_conn *conn, struct pc_conn_info *info);
 
 /* Per-worker counters (pc_engine_stats()). */
 struct pc_worker_stats {
@@ -453,8 +453,8 @@ struct pc_worker_stats {
  *
  * Return: the number of connections visited.
  */
-unsigned int pc_engine_for_each_conn(struct pc_engine *e, void (*fn)(struct pc_conn *c, void *arg),
-				     void *arg);
+PC_API unsigned int pc_engine_for_each_conn(struct pc_engine *e,
+					    void (*fn)(struct pc_conn *c, void *arg), void *arg);
 
 /**
  * pc_engine_nworkers - number of workers.
@@ -462,7 +462,7 @@ unsigned int pc_engine_for_each_conn(struct pc_engine *e, void (*fn)(struct pc_c
  *
  * Return: the count.
  */
-unsigned int pc_engine_nworkers(const struct pc_engine *e);
+PC_API unsigned int pc_engine_nworkers(const struct pc_engine *e);
 
 /**
  * pc_engine_stats - sample one worker's counters.
@@ -474,14 +474,15 @@ unsigned int pc_engine_nworkers(const struct pc_engine *e);
  *
  * Return: 0 or -EINVAL.
  */
-int pc_engine_stats(const struct pc_engine *e, unsigned int worker, struct pc_worker_stats *st);
+PC_API int pc_engine_stats(const struct pc_engine *e, unsigned int worker,
+			   struct pc_worker_stats *st);
 
 /**
  * pc_engine_print_stats - one line per worker on @f.
  * @e: engine.
  * @f: stream (FILE *).
  */
-void pc_engine_print_stats(const struct pc_engine *e, void *f);
+PC_API void pc_engine_print_stats(const struct pc_engine *e, void *f);
 
 #ifdef __cplusplus
 }
