@@ -200,7 +200,7 @@ struct conn {
 	void *user;
 	struct wr_ctx credit_ctx;
 	struct wr_ctx marker_ctx;
-	/* stats: written by the worker, sampled by others */
+	/* stats: written by the worker, sampled by others (CONN_COUNTERS) */
 	uint64_t msgs_sent, msgs_recv, bytes_sent, bytes_recv, credit_stalls, sq_stalls;
 
 	/* drain */
@@ -241,6 +241,11 @@ struct conn {
 	struct conn *connecting_next;	/* control: e->connecting list */
 	int close_err;
 };
+
+/* The conn's fields pc_conn_info() samples, named as there. */
+#define CONN_COUNTERS(X) \
+	X(msgs_sent) X(msgs_recv) X(bytes_sent) X(bytes_recv) X(credit_stalls) X(sq_stalls) \
+	X(backlog) X(inflight_req) X(held)
 
 /*
  * c->state is written by the owning worker (by control once the workers

@@ -541,8 +541,6 @@ void pc_conn_set_user(struct pc_conn *conn, void *user)
 	((struct conn *)conn)->user = user;
 }
 
-#define LD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
-
 void pc_conn_info(const struct pc_conn *pconn, struct pc_conn_info *info)
 {
 	const struct conn *c = (const struct conn *)pconn;
@@ -553,21 +551,23 @@ void pc_conn_info(const struct pc_conn *pconn, struct pc_conn_info *info)
 	info->worker = (int)c->w->idx;
 	info->app_slot = c->app_slot;
 	info->raw = c->raw;
-	info->msgs_sent = LD(c->msgs_sent);
-	info->msgs_recv = LD(c->msgs_recv);
-	info->bytes_sent = LD(c->bytes_sent);
-	info->bytes_recv = LD(c->bytes_recv);
-	info->credit_stalls = LD(c->credit_stalls);
-	info->sq_stalls = LD(c->sq_stalls);
-	info->backlog = LD(c->backlog);
-	info->inflight_req = LD(c->inflight_req);
-	info->held = LD(c->held);
+#define SAMPLE(f) info->f = STAT_LD(c->f);
+	CONN_COUNTERS(SAMPLE)
+#undef SAMPLE
 }
 
 unsigned int pc_engine_nworkers(const struct pc_engine *e)
 {
 	return e->nworkers;
 }
+
+/* A counter added to struct pc_worker_stats but not to WORKER_COUNTERS fails here. */
+#define FIELD_SIZE(f) +sizeof(((struct pc_worker_stats *)0)->f)
+static_assert(sizeof(struct pc_worker_stats) ==
+	      0 FIELD_SIZE(name) FIELD_SIZE(pu) FIELD_SIZE(numa_node) FIELD_SIZE(submit_full)
+	      FIELD_SIZE(tx_held) WORKER_COUNTERS(FIELD_SIZE),
+	      "pc_engine_stats() samples every field");
+#undef FIELD_SIZE
 
 int pc_engine_stats(const struct pc_engine *e, unsigned int idx, struct pc_worker_stats *st)
 {
@@ -582,28 +582,9 @@ int pc_engine_stats(const struct pc_engine *e, unsigned int idx, struct pc_worke
 	memcpy(st->name, w->st.name, sizeof(st->name));
 	st->pu = w->st.pu;
 	st->numa_node = w->st.numa_node;
-	st->loops = LD(w->st.loops);
-	st->polls = LD(w->st.polls);
-	st->empty_polls = LD(w->st.empty_polls);
-	st->completions = LD(w->st.completions);
-	st->wrs_posted = LD(w->st.wrs_posted);
-	st->doorbells = LD(w->st.doorbells);
-	st->srq_posted = LD(w->st.srq_posted);
-	st->srq_doorbells = LD(w->st.srq_doorbells);
-	st->srq_limit_events = LD(w->st.srq_limit_events);
-	st->rx_msgs = LD(w->st.rx_msgs);
-	st->tx_msgs = LD(w->st.tx_msgs);
-	st->handoff_full = LD(w->st.handoff_full);
-	st->credit_stalls = LD(w->st.credit_stalls);
-	st->sleeps = LD(w->st.sleeps);
-	st->sleep_ns = LD(w->st.sleep_ns);
-	st->wakeups_cq = LD(w->st.wakeups_cq);
-	st->wakeups_submit = LD(w->st.wakeups_submit);
-	st->wc_errors = LD(w->st.wc_errors);
-	st->stray_completions = LD(w->st.stray_completions);
-	st->conns = LD(w->st.conns);
-	st->rx_held = LD(w->st.rx_held);
-	st->srq_outstanding = LD(w->st.srq_outstanding);
+#define SAMPLE(f) st->f = STAT_LD(w->st.f);
+	WORKER_COUNTERS(SAMPLE)
+#undef SAMPLE
 
 	pc_ring_mpsc_stats(w->submit, &rs);
 	st->submit_full = rs.full;
@@ -612,7 +593,7 @@ int pc_engine_stats(const struct pc_engine *e, unsigned int idx, struct pc_worke
 	return 0;
 }
 
-void pc_engine_print_stats(const struct pc_engine *e, void *f)
+void pc_engine_print_stats(const struct pc_engine *e, FILE *f)
 {
 	struct pc_worker_stats s;
 	unsigned int i;

@@ -164,6 +164,18 @@ static_assert(ATOMIC_INT_LOCK_FREE == 2 && ATOMIC_LLONG_LOCK_FREE == 2,
 static_assert(offsetof(struct pc_worker, sleeping) % PC_CACHELINE == 0,
 	      "cross-thread flags start their own cache line");
 
+/*
+ * The fields of struct pc_worker_stats the worker counts itself (relaxed,
+ * sampled by pc_engine_stats()); name, pu and numa_node are set before it
+ * is ready, submit_full and tx_held come from its ring and pool.
+ */
+#define WORKER_COUNTERS(X) \
+	X(loops) X(polls) X(empty_polls) X(completions) X(wrs_posted) X(doorbells) \
+	X(srq_posted) X(srq_doorbells) X(srq_limit_events) X(rx_msgs) X(tx_msgs) \
+	X(handoff_full) X(credit_stalls) X(sleeps) X(sleep_ns) X(wakeups_cq) \
+	X(wakeups_submit) X(wc_errors) X(stray_completions) X(conns) X(rx_held) \
+	X(srq_outstanding)
+
 /* The worker running on this thread, if any (for pc_send() routing). */
 extern __thread struct pc_worker *self_worker;
 

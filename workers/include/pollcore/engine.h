@@ -44,6 +44,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <pollcore/common.h>
 
@@ -480,9 +481,11 @@ PC_API int pc_engine_stats(const struct pc_engine *e, unsigned int worker,
 /**
  * pc_engine_print_stats - one line per worker on @f.
  * @e: engine.
- * @f: stream (FILE *).
+ * @f: stream, e.g. stdout.
+ *
+ * Any thread (stats are relaxed snapshots).
  */
-PC_API void pc_engine_print_stats(const struct pc_engine *e, void *f);
+PC_API void pc_engine_print_stats(const struct pc_engine *e, FILE *f);
 
 #ifdef __cplusplus
 }
