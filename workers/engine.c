@@ -99,7 +99,8 @@ static int devices_open(struct pc_engine *e)
 			ret = i;
 			break;
 		}
-		e->devs[k] = pc_dev_from_context(e->cm_ctxs[i], 1);
+		e->devs[k] = pc_dev_from_context(e->cm_ctxs[i],
+						 e->p.device_params ? e->p.device_params[k].port : 1);
 		if (!e->devs[k]) {
 			ret = -errno;
 			break;
@@ -112,25 +113,95 @@ static int devices_open(struct pc_engine *e)
 	return ret;
 }
 
-/* Placement: NIC-local cores when the plan allows; otherwise unpinned, said aloud. */
-static void placement(struct pc_engine *e)
+static bool has_overrides(const struct pc_engine *e)
 {
+	unsigned int d;
+
+	if (e->p.housekeeping_pus)
+		return true;
+	for (d = 0; e->p.device_params && d < e->ndevs; d++)
+		if (e->p.device_params[d].cpus)
+			return true;
+	return false;
+}
+
+/* A PU list in hwloc syntax ("0-1,40"); "" is the empty set. */
+static int parse_pus(const char *what, const char *list, hwloc_bitmap_t *out)
+{
+	*out = hwloc_bitmap_alloc();
+	if (!*out)
+		return -ENOMEM;
+	if (*list && (hwloc_bitmap_list_sscanf(*out, list) < 0 || hwloc_bitmap_weight(*out) < 0))
+		return pc_set_error(-EINVAL, "%s: '%s' is not a list of PUs (e.g. \"0-1,40\")",
+				    what, list);
+	return 0;
+}
+
+/* The policy from housekeeping_pus and each device's cpus; sets to free after. */
+static int placement_policy(struct pc_engine *e, struct pc_plan_policy *pol,
+			    hwloc_bitmap_t *sets)
+{
+	const struct pc_device_params *dp = e->p.device_params;
+	unsigned int d;
+	int ret;
+
+	if (e->p.housekeeping_pus) {
+		ret = parse_pus("housekeeping_pus", e->p.housekeeping_pus, &sets[e->ndevs]);
+		if (ret)
+			return ret;
+		pol->housekeeping = sets[e->ndevs];
+	}
+	for (d = 0; dp && d < e->ndevs; d++) {
+		if (!dp[d].cpus)
+			continue;
+		ret = parse_pus(e->devnames[d], dp[d].cpus, &sets[d]);
+		if (ret)
+			return ret;
+	}
+	pol->device_cpus = (const hwloc_const_cpuset_t *)sets;
+	return 0;
+}
+
+/*
+ * Placement: NIC-local cores when the plan allows; otherwise unpinned, said
+ * aloud. Placement the caller asked for is never dropped: it works or fails.
+ */
+static int placement(struct pc_engine *e)
+{
+	bool asked = has_overrides(e);
+	struct pc_plan_policy pol = { 0 };
+	hwloc_bitmap_t *sets = NULL;
+	unsigned int d;
 	int ret;
 
 	if (e->p.no_numa)
-		return;
+		return asked ? pc_set_error(-EINVAL, "no_numa with housekeeping_pus or device cpus")
+			     : 0;
 	e->topo = pc_topo_open();
 	if (!e->topo) {
+		if (asked)
+			return pc_set_error(errno ? -errno : -ENODEV,
+					    "placement asked for, but no topology: %s", pc_last_error());
 		pc_warn("no topology (%s); workers run unpinned", pc_last_error());
-		return;
+		return 0;
 	}
-	ret = pc_plan_build(e->topo, (const char *const *)e->devnames, e->ndevs,
-			    e->p.workers_per_device, NULL, &e->plan);
-	if (ret) {
+	/* one set per device, then the housekeeping one */
+	sets = calloc(e->ndevs + 1, sizeof(*sets));
+	if (!sets)
+		return -ENOMEM;
+	ret = placement_policy(e, &pol, sets);
+	if (!ret)
+		ret = pc_plan_build(e->topo, (const char *const *)e->devnames, e->ndevs,
+				    e->p.workers_per_device, &pol, &e->plan);
+	for (d = 0; d <= e->ndevs; d++)
+		hwloc_bitmap_free(sets[d]);
+	free(sets);
+	if (ret && !asked) {
 		pc_warn("cannot place %u workers per device (%s); workers run unpinned",
 			e->p.workers_per_device, pc_last_error());
-		e->plan = NULL;
+		ret = 0;
 	}
+	return ret;
 }
 
 struct pc_engine *pc_engine_create(const struct pc_engine_params *params)
@@ -149,7 +220,9 @@ struct pc_engine *pc_engine_create(const struct pc_engine_params *params)
 	ret = devices_open(e);
 	if (ret)
 		goto err;
-	placement(e);
+	ret = placement(e);
+	if (ret)
+		goto err;
 	e->conns = cds_lfht_new(64, 64, 0, CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING, NULL);
 	e->slot_taken = calloc(e->p.app_threads, sizeof(*e->slot_taken));
 	n = e->ndevs * e->p.workers_per_device;
@@ -172,6 +245,7 @@ struct pc_engine *pc_engine_create(const struct pc_engine_params *params)
 			.place = e->plan ? &e->plan->entries[i] : NULL,
 			.conns = e->conns,
 			.control = &e->inbox,
+			.must_bind = has_overrides(e),
 		};
 
 		ret = worker_start(&e->workers[i], &cfg);
@@ -179,6 +253,10 @@ struct pc_engine *pc_engine_create(const struct pc_engine_params *params)
 			goto err;
 		e->nworkers++;
 	}
+	/* read during this call only (engine.h): never dereferenced later */
+	e->p.devices = NULL;
+	e->p.device_params = NULL;
+	e->p.housekeeping_pus = NULL;
 	return e;
 err:
 	pc_engine_destroy(e);

@@ -66,6 +66,9 @@ static int worker_setup(struct pc_worker *w)
 
 	if (w->place && w->topo) {
 		ret = pc_numa_bind_thread(w->topo, w->place);
+		if (ret && w->must_bind)
+			return pc_set_error(ret, "%s: cannot bind to PU %d: %s", w->name,
+					    w->place->pu, strerror(-ret));
 		if (ret)
 			pc_warn("%s: cannot bind to PU %d (%s); running unbound", w->name,
 				w->place->pu, strerror(-ret));
@@ -437,6 +440,7 @@ int worker_start(struct pc_worker *w, const struct worker_cfg *cfg)
 	w->place = cfg->place;
 	w->conns = cfg->conns;
 	w->control = cfg->control;
+	w->must_bind = cfg->must_bind;
 	w->efd = -1;
 	w->hybrid = w->p->idle == PC_IDLE_HYBRID;
 	w->wr_ex = worker_wants_wr_ex(w);

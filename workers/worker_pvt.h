@@ -101,6 +101,7 @@ struct worker_cfg {
 	const struct pc_plan_entry *place;	/* NULL: unbound */
 	struct cds_lfht *conns;			/* the connection table, for lookups */
 	struct ctl_inbox *control;		/* the control thread's inbox */
+	bool must_bind;				/* placement was asked for: binding must work */
 };
 
 struct pc_worker {
@@ -151,6 +152,7 @@ struct pc_worker {
 	const struct pc_plan_entry *place;
 	struct cds_lfht *conns;
 	struct ctl_inbox *control;
+	bool must_bind;
 	int setup_err;
 	char name[16];
 	atomic_int ready;

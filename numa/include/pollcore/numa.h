@@ -199,12 +199,19 @@ enum {
  *                every core with a PU in it is left out. NULL means the
  *                first allowed core of the machine. Ignored with
  *                PC_PLAN_NO_HOUSEKEEPING.
+ * @device_cpus: NULL, or one entry per device: NULL lets the planner place
+ *               that device's workers; a cpuset (PU os indexes) places them
+ *               there instead, worker k on the k-th lowest PU (extra PUs
+ *               are unused). Such PUs must be allowed, and no PU may be
+ *               given to two devices; housekeeping does not apply to them.
+ *               Their cores are taken away from the planned workers.
  *
  * A NULL policy is the default (all zero).
  */
 struct pc_plan_policy {
 	unsigned int flags;
 	hwloc_const_cpuset_t housekeeping;
+	const hwloc_const_cpuset_t *device_cpus;
 };
 
 /* Why a worker is where it is. */
@@ -212,6 +219,7 @@ enum pc_plan_reason {
 	PC_PLAN_LOCAL = 0,   /* a free core local to its device */
 	PC_PLAN_SPILL_FULL,  /* every local core taken: nearest other node */
 	PC_PLAN_SMT_SIBLING, /* every core taken: SMT sibling (ALLOW_SMT) */
+	PC_PLAN_EXPLICIT,    /* on a PU the caller gave (device_cpus) */
 };
 
 /**
@@ -265,7 +273,11 @@ struct pc_plan {
  * then the nearest other NUMA node (hwloc's latency matrix when the
  * topology has one, else the topology tree) with a free core. Any thread.
  *
- * Return: 0; -EINVAL for bad arguments; -ENODEV for an unknown device;
+ * Devices with @policy->device_cpus are placed first, exactly there.
+ *
+ * Return: 0; -EINVAL for bad arguments (including a device_cpus set that is
+ * empty, smaller than @workers_per_device, outside the allowed PUs or
+ * shared with another device); -ENODEV for an unknown device;
  * -ENOSPC when the workers outnumber the available cores (or PUs with
  * PC_PLAN_ALLOW_SMT); -ENOMEM. pc_last_error() says why.
  */

@@ -135,8 +135,24 @@ enum pc_conn_event {
 };
 
 /**
+ * struct pc_device_params - settings of one device; zero means default.
+ * @port: port number (1-based) the device is used on; 0 means 1.
+ * @cpus: PUs for this device's workers, as operating-system indexes in
+ *        hwloc list syntax (e.g. "2,4,8-9"): worker k of the device runs on
+ *        the k-th lowest; at least workers_per_device of them, allowed to
+ *        the process, none shared with another device. NULL: NIC-local
+ *        cores chosen by the planner (docs/placement.md).
+ */
+struct pc_device_params {
+	uint8_t port;
+	const char *cpus;
+};
+
+/**
  * struct pc_engine_params - engine configuration; zero means default.
  * @devices: verbs device names, NULL-terminated; NULL: the first device.
+ * @device_params: NULL for defaults, or one entry per name in @devices (one
+ *                 entry when @devices is NULL).
  * @workers_per_device: default 1.
  * @handoff: PC_HANDOFF_HANDLER (default) or PC_HANDOFF_RING.
  * @app_threads: application threads that will pc_app_attach() (both modes;
@@ -155,8 +171,13 @@ enum pc_conn_event {
  * @max_conns_per_worker: default 64; an accept beyond it is rejected.
  * @idle: PC_IDLE_BUSY (default) or PC_IDLE_HYBRID.
  * @idle_spins: empty turns before sleeping (hybrid), default 1000.
- * @no_numa: do not bind workers or allocate NUMA-local memory.
- * @housekeeping_pus: not used by workers when placing (see numa.h), NULL: default.
+ * @no_numa: do not bind workers or allocate NUMA-local memory (then no
+ *           placement override may be given).
+ * @housekeeping_pus: PUs kept free of planned workers for the rest of the
+ *                    application (os indexes, hwloc list syntax, e.g. "0-1"):
+ *                    every core with one of them is left out. NULL: the first
+ *                    core of the machine; "": none. Explicit device cpus are
+ *                    not restricted by it.
  * @choose_worker: accepting side: return the index of the worker that
  *                 should own a new connection on @device (a worker of that
  *                 device), or -1 for the least-loaded one. Control thread.
@@ -166,6 +187,7 @@ enum pc_conn_event {
  */
 struct pc_engine_params {
 	const char *const *devices;
+	const struct pc_device_params *device_params;
 	unsigned int workers_per_device;
 	enum pc_handoff handoff;
 	unsigned int app_threads;
@@ -183,6 +205,7 @@ struct pc_engine_params {
 	enum pc_idle idle;
 	uint32_t idle_spins;
 	bool no_numa;
+	const char *housekeeping_pus;
 	int (*choose_worker)(const char *device, unsigned int nworkers, void *arg);
 	void (*on_conn)(struct pc_conn *conn, enum pc_conn_event ev, void *arg);
 	void (*on_msg)(struct pc_msg *msg, void *arg);
@@ -192,7 +215,13 @@ struct pc_engine_params {
 /**
  * pc_engine_create - open devices, place and start the workers and the
  * control thread.
- * @params: configuration; copied.
+ * @params: configuration; copied. The device names, device params and
+ *          housekeeping string are read during the call only.
+ *
+ * Without placement overrides, a plan that cannot be made (more workers than
+ * free cores, no topology) leaves the workers unpinned, with a warning. With
+ * @params->housekeeping_pus or a device's cpus, it fails the call instead, as
+ * does a worker that cannot bind to its PU.
  *
  * Return: the engine, or NULL with errno set and pc_last_error() saying why.
  */
