@@ -1,0 +1,811 @@
+// SPDX-License-Identifier: MIT
+/*
+ * pollcore's rings against the references, in one process run: DPDK's
+ * rte_ring, Concurrency Kit's ck_ring and liburcu's wfcqueue. Same modes,
+ * element counts, slot count and thread pinning for every implementation.
+ *
+ * Modes: SPSC and MPSC (2 producers), each with the single-object calls and
+ * with bursts of 8 and 32. Every run is repeated BENCH_RING_REF_ROUNDS times
+ * (default 3), implementations interleaved and rotated inside each round;
+ * the table shows medians in Mops/s (million elements moved per second) and
+ * the ratios pollcore/reference.
+ *
+ * Pinning: the two first CPUs of our affinity mask, A and B. SPSC: producer
+ * on A, consumer on B. MPSC (3 threads: oversubscribes a 2-CPU machine):
+ * producer 0 on A, producer 1 and the consumer time-sliced on B, so the two
+ * producers really run at the same time and contend on the shared index.
+ * Not both producers on A: rte_ring's and ck_ring's multi-producer enqueue
+ * waits for earlier producers to publish in order, so a producer preempted
+ * inside its enqueue makes the other spin through its whole time slice, and
+ * then the roles swap: about one element per scheduler slice (measured here:
+ * rte_ring, single calls, 200000 elements in 456 s). pollcore's MPSC has no
+ * such wait. BENCH_RING_REF_MPSC_ONE_CPU=1 selects that layout anyway.
+ * A thread yields the CPU when it waits only if it shares its CPU with
+ * another thread of the run; otherwise it spins with a pause.
+ *
+ * Fairness notes:
+ *  - every ring has 1024 slots; rte_ring and ck_ring keep one empty (1023
+ *    usable). wfcqueue is an unbounded list: each producer recycles a pool
+ *    of 1024 / producers nodes, and the consumer hands them back through a
+ *    per-producer counter (what a bounded user of it has to do);
+ *  - ck_ring has no burst call: its bursts are loops of single calls;
+ *  - wfcqueue bursts: the producer chains its nodes on a private queue and
+ *    splices it in (one xchg on the shared tail); the consumer dequeues them
+ *    one by one (single consumer, so the unlocked __ variants);
+ *  - all four are inlined into the same loops (liburcu with _LGPL_SOURCE).
+ *
+ * Integrity: each value carries its producer and a sequence number; the
+ * consumer checks that every value is the next one expected from its
+ * producer, so a lost, duplicated or reordered element fails the run (exit
+ * 1). Speed never fails it.
+ *
+ * Environment: BENCH_RING_REF_OPS (elements per run in single mode, default
+ * 2000000; bursts move 4 times as many), BENCH_RING_REF_ROUNDS (default 3).
+ */
+#define _LGPL_SOURCE /* wfcqueue inline, like the three rings */
+#include <pollcore/ring.h>
+
+#include <urcu/wfcqueue.h>
+#ifdef PC_BENCH_HAVE_DPDK
+#include <rte_ring.h>
+#endif
+#ifdef PC_BENCH_HAVE_CK
+#include <ck_ring.h>
+#endif
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SLOTS         1024U
+#define MAX_PRODUCERS 2U
+#define BURST_MAX     32U
+#define SEQ_BITS      48
+#define SEQ_MASK      ((1UL << SEQ_BITS) - 1)
+#define MAX_ROUNDS    15U
+
+enum impl { PC, RTE, CK, WFCQ, NIMPL };
+
+static const char *const impl_name[NIMPL] = {"pollcore", "rte_ring", "ck_ring", "wfcqueue"};
+
+struct mode {
+	const char *name; /* table label */
+	const char *key;  /* JSON key */
+	bool mpsc;
+	bool single; /* single-object calls, else burst calls */
+	unsigned int burst;
+};
+
+static const struct mode modes[] = {
+    {"spsc single", "spsc_single", false, true, 1},
+    {"spsc burst 8", "spsc_burst8", false, false, 8},
+    {"spsc burst 32", "spsc_burst32", false, false, 32},
+    {"mpsc single", "mpsc_single", true, true, 1},
+    {"mpsc burst 8", "mpsc_burst8", true, false, 8},
+    {"mpsc burst 32", "mpsc_burst32", true, false, 32},
+};
+
+/* wfcqueue made bounded: per-producer node pools recycled by the consumer. */
+struct wnode {
+	struct cds_wfcq_node node;
+	uintptr_t val;
+};
+
+struct wpool { /* producer-private */
+	struct wnode *nodes;
+	unsigned long mask;
+	unsigned long sent;	  /* nodes enqueued so far */
+	unsigned long done_cache; /* last view of the consumer's done counter */
+} pc_cache_aligned;
+
+struct wdone { /* written by the consumer, read by one producer */
+	atomic_ulong n;
+} pc_cache_aligned;
+
+struct wfcq_ref {
+	struct __cds_wfcq_head head pc_cache_aligned; /* consumer */
+	struct cds_wfcq_tail tail pc_cache_aligned;   /* producers' xchg */
+	struct wdone done[MAX_PRODUCERS];
+	struct wpool pool[MAX_PRODUCERS];
+	unsigned long released[MAX_PRODUCERS] pc_cache_aligned; /* consumer-private */
+};
+
+#ifdef PC_BENCH_HAVE_CK
+struct ck_ref {
+	struct ck_ring ring pc_cache_aligned;
+	struct ck_ring_buffer buf[SLOTS] pc_cache_aligned;
+};
+#endif
+
+struct bench {
+	const struct mode *m;
+	unsigned int nprod;
+	unsigned long ops; /* elements per producer */
+	void *q;	   /* the queue under test */
+	atomic_uint ready;
+	atomic_bool go;
+	atomic_bool stop; /* consumer found a bad value: producers give up */
+	bool consumer_shares; /* the consumer shares its CPU with a producer */
+	double t_end;
+	atomic_ulong cpu_ns; /* CPU time of the run's threads, summed */
+	unsigned long empty_polls;
+	unsigned long full_polls[MAX_PRODUCERS];
+	char error[160];
+};
+
+struct producer {
+	struct bench *b;
+	unsigned int id;
+	bool shares; /* shares its CPU with another thread of the run */
+};
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static unsigned long thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (unsigned long)ts.tv_sec * 1000000000UL + (unsigned long)ts.tv_nsec;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
+
+/* Spin a little, then, if @shared, let a thread sharing our CPU run. */
+static inline void backoff(unsigned int *spins, bool shared)
+{
+	if (shared && ++*spins % 64 == 0)
+		sched_yield();
+	else
+		cpu_relax();
+}
+
+/* Returns the thread's CPU time at the start; see account_cpu(). */
+static unsigned long wait_go(struct bench *b)
+{
+	unsigned int spins = 0;
+
+	atomic_fetch_add(&b->ready, 1);
+	while (!atomic_load_explicit(&b->go, memory_order_acquire))
+		backoff(&spins, true);
+	return thread_cpu_ns();
+}
+
+static void account_cpu(struct bench *b, unsigned long start_ns)
+{
+	atomic_fetch_add(&b->cpu_ns, thread_cpu_ns() - start_ns);
+}
+
+/* --- pollcore ---------------------------------------------------------------------------- */
+
+static inline unsigned int pc_enq(struct bench *b, struct producer *p, void *const *objs,
+				  unsigned int n)
+{
+	if (b->m->mpsc)
+		return b->m->single ? !pc_ring_mpsc_enqueue(b->q, objs[0])
+				    : pc_ring_mpsc_enqueue_burst(b->q, objs, n);
+	return b->m->single ? !pc_ring_spsc_enqueue(b->q, objs[0])
+			    : pc_ring_spsc_enqueue_burst(b->q, objs, n);
+}
+
+/* pollcore has no single-object dequeue: burst of 1 in single mode. */
+static inline unsigned int pc_deq(struct bench *b, void **objs, unsigned int n)
+{
+	return b->m->mpsc ? pc_ring_mpsc_dequeue_burst(b->q, objs, n)
+			  : pc_ring_spsc_dequeue_burst(b->q, objs, n);
+}
+
+static void *pc_create(struct bench *b)
+{
+	return b->m->mpsc ? (void *)pc_ring_mpsc_create(SLOTS) : (void *)pc_ring_spsc_create(SLOTS);
+}
+
+static unsigned int pc_residue(struct bench *b)
+{
+	return b->m->mpsc ? pc_ring_mpsc_count(b->q) : pc_ring_spsc_count(b->q);
+}
+
+static void pc_destroy(struct bench *b)
+{
+	if (b->m->mpsc)
+		pc_ring_mpsc_destroy(b->q);
+	else
+		pc_ring_spsc_destroy(b->q);
+}
+
+/* --- DPDK rte_ring ----------------------------------------------------------------------- */
+
+#ifdef PC_BENCH_HAVE_DPDK
+static inline unsigned int rte_enq(struct bench *b, struct producer *p, void *const *objs,
+				   unsigned int n)
+{
+	if (b->m->mpsc)
+		return b->m->single ? !rte_ring_mp_enqueue(b->q, objs[0])
+				    : rte_ring_mp_enqueue_burst(b->q, objs, n, NULL);
+	return b->m->single ? !rte_ring_sp_enqueue(b->q, objs[0])
+			    : rte_ring_sp_enqueue_burst(b->q, objs, n, NULL);
+}
+
+static inline unsigned int rte_deq(struct bench *b, void **objs, unsigned int n)
+{
+	if (b->m->single)
+		return !rte_ring_sc_dequeue(b->q, objs);
+	return rte_ring_sc_dequeue_burst(b->q, objs, n, NULL);
+}
+
+/* rte_ring_init on our own memory: no EAL, no hugepages, no memzone. */
+static void *rte_create(struct bench *b)
+{
+	ssize_t size = rte_ring_get_memsize(SLOTS);
+	void *mem;
+	int ret;
+
+	if (size < 0 || posix_memalign(&mem, PC_CACHELINE, (size_t)size))
+		return NULL;
+	ret = rte_ring_init(mem, "pc_bench", SLOTS,
+			    RING_F_SC_DEQ | (b->m->mpsc ? 0 : RING_F_SP_ENQ));
+	if (ret) {
+		fprintf(stderr, "rte_ring_init: %d\n", ret);
+		free(mem);
+		return NULL;
+	}
+	return mem;
+}
+
+static unsigned int rte_residue(struct bench *b)
+{
+	return rte_ring_count(b->q);
+}
+
+static void rte_destroy(struct bench *b)
+{
+	free(b->q);
+}
+#endif
+
+/* --- Concurrency Kit ck_ring ------------------------------------------------------------- */
+
+#ifdef PC_BENCH_HAVE_CK
+static inline unsigned int ck_enq(struct bench *b, struct producer *p, void *const *objs,
+				  unsigned int n)
+{
+	struct ck_ref *c = b->q;
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		if (!(b->m->mpsc ? ck_ring_enqueue_mpsc(&c->ring, c->buf, objs[i])
+				 : ck_ring_enqueue_spsc(&c->ring, c->buf, objs[i])))
+			break;
+	return i;
+}
+
+static inline unsigned int ck_deq(struct bench *b, void **objs, unsigned int n)
+{
+	struct ck_ref *c = b->q;
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		if (!(b->m->mpsc ? ck_ring_dequeue_mpsc(&c->ring, c->buf, &objs[i])
+				 : ck_ring_dequeue_spsc(&c->ring, c->buf, &objs[i])))
+			break;
+	return i;
+}
+
+static void *ck_create(struct bench *b)
+{
+	struct ck_ref *c;
+
+	if (posix_memalign((void **)&c, PC_CACHELINE, sizeof(*c)))
+		return NULL;
+	ck_ring_init(&c->ring, SLOTS);
+	return c;
+}
+
+static unsigned int ck_residue(struct bench *b)
+{
+	struct ck_ref *c = b->q;
+
+	return ck_ring_size(&c->ring);
+}
+
+static void ck_destroy(struct bench *b)
+{
+	free(b->q);
+}
+#endif
+
+/* --- liburcu wfcqueue -------------------------------------------------------------------- */
+
+static inline unsigned int wfcq_enq(struct bench *b, struct producer *p, void *const *objs,
+				    unsigned int n)
+{
+	struct wfcq_ref *w = b->q;
+	struct wpool *pl = &w->pool[p->id];
+	unsigned long room = pl->mask + 1 - (pl->sent - pl->done_cache);
+	struct __cds_wfcq_head lhead;
+	struct cds_wfcq_tail ltail;
+	struct wnode *wn;
+	unsigned int i;
+
+	if (room < n) {
+		/* acquire: the consumer is done with the nodes it counted */
+		pl->done_cache = atomic_load_explicit(&w->done[p->id].n, memory_order_acquire);
+		room = pl->mask + 1 - (pl->sent - pl->done_cache);
+		if (room < n)
+			n = (unsigned int)room;
+	}
+	if (n == 1) {
+		wn = &pl->nodes[pl->sent & pl->mask];
+		cds_wfcq_node_init(&wn->node);
+		wn->val = (uintptr_t)objs[0];
+		cds_wfcq_enqueue(&w->head, &w->tail, &wn->node);
+	} else if (n) {
+		__cds_wfcq_init(&lhead, &ltail);
+		for (i = 0; i < n; i++) {
+			wn = &pl->nodes[(pl->sent + i) & pl->mask];
+			cds_wfcq_node_init(&wn->node);
+			wn->val = (uintptr_t)objs[i];
+			cds_wfcq_enqueue(&lhead, &ltail, &wn->node);
+		}
+		__cds_wfcq_splice_blocking(&w->head, &w->tail, &lhead, &ltail);
+	}
+	pl->sent += n;
+	return n;
+}
+
+static inline unsigned int wfcq_deq(struct bench *b, void **objs, unsigned int n)
+{
+	struct wfcq_ref *w = b->q;
+	unsigned int cnt[MAX_PRODUCERS] = {0}, i, id;
+	struct cds_wfcq_node *node;
+	uintptr_t v;
+
+	for (i = 0; i < n; i++) {
+		node = __cds_wfcq_dequeue_nonblocking(&w->head, &w->tail);
+		if (!node || node == CDS_WFCQ_WOULDBLOCK)
+			break;
+		v = pc_container_of(node, struct wnode, node)->val;
+		objs[i] = (void *)v;
+		id = (unsigned int)(v >> SEQ_BITS);
+		if (pc_likely(id < MAX_PRODUCERS))
+			cnt[id]++;
+	}
+	for (id = 0; id < MAX_PRODUCERS; id++)
+		if (cnt[id]) {
+			w->released[id] += cnt[id];
+			/* release: our reads of those nodes happen before their producer reuses them */
+			atomic_store_explicit(&w->done[id].n, w->released[id], memory_order_release);
+		}
+	return i;
+}
+
+static void *wfcq_create(struct bench *b)
+{
+	unsigned long pool = SLOTS / b->nprod;
+	struct wfcq_ref *w;
+	unsigned int i;
+
+	if (posix_memalign((void **)&w, PC_CACHELINE, sizeof(*w)))
+		return NULL;
+	memset(w, 0, sizeof(*w));
+	__cds_wfcq_init(&w->head, &w->tail);
+	for (i = 0; i < b->nprod; i++) {
+		atomic_init(&w->done[i].n, 0);
+		w->pool[i].mask = pool - 1;
+		if (posix_memalign((void **)&w->pool[i].nodes, PC_CACHELINE,
+				   pool * sizeof(struct wnode))) {
+			while (i--)
+				free(w->pool[i].nodes);
+			free(w);
+			return NULL;
+		}
+	}
+	return w;
+}
+
+static unsigned int wfcq_residue(struct bench *b)
+{
+	struct wfcq_ref *w = b->q;
+
+	return !cds_wfcq_empty(&w->head, &w->tail);
+}
+
+static void wfcq_destroy(struct bench *b)
+{
+	struct wfcq_ref *w = b->q;
+	unsigned int i;
+
+	for (i = 0; i < b->nprod; i++)
+		free(w->pool[i].nodes);
+	free(w);
+}
+
+/* --- the loops, one instance per implementation (calls inlined, no pointers) ------------- */
+
+static pc_always_inline void *producer_loop(struct producer *p,
+					    unsigned int (*enq)(struct bench *, struct producer *,
+								void *const *, unsigned int))
+{
+	struct bench *b = p->b;
+	uintptr_t tag = (uintptr_t)p->id << SEQ_BITS;
+	unsigned long sent = 0, full = 0;
+	unsigned int burst = b->m->burst, spins = 0, i, n;
+	void *objs[BURST_MAX];
+	unsigned long cpu0 = wait_go(b);
+
+	while (sent < b->ops) {
+		n = (unsigned int)PC_MIN((unsigned long)burst, b->ops - sent);
+		for (i = 0; i < n; i++)
+			objs[i] = (void *)(tag | (sent + i + 1));
+		n = enq(b, p, objs, n);
+		if (pc_unlikely(n == 0)) {
+			full++;
+			if (atomic_load_explicit(&b->stop, memory_order_relaxed))
+				break;
+			backoff(&spins, p->shares);
+			continue;
+		}
+		spins = 0;
+		sent += n;
+	}
+	b->full_polls[p->id] = full;
+	account_cpu(b, cpu0);
+	return NULL;
+}
+
+static pc_always_inline void *consumer_loop(struct bench *b,
+					    unsigned int (*deq)(struct bench *, void **,
+								unsigned int))
+{
+	unsigned long expect[MAX_PRODUCERS] = {0}, total = b->ops * b->nprod, got = 0, empty = 0;
+	unsigned int burst = b->m->burst, spins = 0, i, n, id;
+	void *objs[BURST_MAX];
+	unsigned long cpu0 = wait_go(b);
+	uintptr_t v;
+
+	while (got < total) {
+		n = deq(b, objs, burst);
+		if (pc_unlikely(n == 0)) {
+			empty++;
+			backoff(&spins, b->consumer_shares);
+			continue;
+		}
+		spins = 0;
+		for (i = 0; i < n; i++) {
+			v = (uintptr_t)objs[i];
+			id = (unsigned int)(v >> SEQ_BITS);
+			if (pc_unlikely(id >= b->nprod || (v & SEQ_MASK) != expect[id] + 1)) {
+				snprintf(b->error, sizeof(b->error),
+					 "element %lu is %#lx: expected producer < %u with "
+					 "sequence %lu (lost, duplicated or reordered)",
+					 got + i, (unsigned long)v, b->nprod,
+					 id < b->nprod ? expect[id] + 1 : 0);
+				atomic_store(&b->stop, true);
+				goto out;
+			}
+			expect[id]++;
+		}
+		got += n;
+	}
+out:
+	b->t_end = now();
+	b->empty_polls = empty;
+	account_cpu(b, cpu0);
+	return NULL;
+}
+
+#define DEFINE_LOOPS(im)                                                                         \
+	static void *im##_producer(void *arg)                                                    \
+	{                                                                                        \
+		return producer_loop(arg, im##_enq);                                             \
+	}                                                                                        \
+	static void *im##_consumer(void *arg)                                                    \
+	{                                                                                        \
+		return consumer_loop(arg, im##_deq);                                             \
+	}
+
+DEFINE_LOOPS(pc)
+DEFINE_LOOPS(wfcq)
+#ifdef PC_BENCH_HAVE_DPDK
+DEFINE_LOOPS(rte)
+#endif
+#ifdef PC_BENCH_HAVE_CK
+DEFINE_LOOPS(ck)
+#endif
+
+struct impl_ops {
+	void *(*producer)(void *);
+	void *(*consumer)(void *);
+	void *(*create)(struct bench *);
+	unsigned int (*residue)(struct bench *); /* elements left after a run */
+	void (*destroy)(struct bench *);
+	const char *missing; /* why it is not built, or NULL */
+};
+
+#define OPS(im) {im##_producer, im##_consumer, im##_create, im##_residue, im##_destroy, NULL}
+
+static const struct impl_ops impls[NIMPL] = {
+    [PC] = OPS(pc),
+#ifdef PC_BENCH_HAVE_DPDK
+    [RTE] = OPS(rte),
+#else
+    [RTE] = {.missing = "not built: meson option dpdk disabled or libdpdk-dev not found"},
+#endif
+#ifdef PC_BENCH_HAVE_CK
+    [CK] = OPS(ck),
+#else
+    [CK] = {.missing = "not built: meson option ck disabled or libck-dev not found"},
+#endif
+    [WFCQ] = OPS(wfcq),
+};
+
+/* --- driver ------------------------------------------------------------------------------ */
+
+static int cpu_a = 0, cpu_b = 0;
+static bool mpsc_one_cpu; /* both MPSC producers on CPU A */
+
+/* The first two CPUs we may run on (the same one twice on a 1-CPU machine). */
+static void pick_cpus(void)
+{
+	cpu_set_t set;
+	int cpu, found = 0;
+
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return;
+	for (cpu = 0; cpu < CPU_SETSIZE && found < 2; cpu++)
+		if (CPU_ISSET(cpu, &set)) {
+			if (found++ == 0)
+				cpu_a = cpu_b = cpu;
+			else
+				cpu_b = cpu;
+		}
+}
+
+static int start_pinned(pthread_t *t, int cpu, void *(*fn)(void *), void *arg)
+{
+	pthread_attr_t attr;
+	cpu_set_t set;
+	int ret;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	pthread_attr_init(&attr);
+	pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
+	ret = pthread_create(t, &attr, fn, arg);
+	pthread_attr_destroy(&attr);
+	return ret;
+}
+
+/* One run; returns Mops/s, or a negative value when elements went wrong. */
+static double run_once(enum impl im, const struct mode *m, unsigned long total)
+{
+	const struct impl_ops *ops = &impls[im];
+	struct bench b = {.m = m, .nprod = m->mpsc ? MAX_PRODUCERS : 1};
+	struct producer prod[MAX_PRODUCERS];
+	pthread_t threads[MAX_PRODUCERS + 1];
+	int prod_cpu[MAX_PRODUCERS] = {cpu_a, m->mpsc && !mpsc_one_cpu ? cpu_b : cpu_a};
+	unsigned int i, started = 0, spins = 0, left;
+	double t0, mops = -1;
+
+	b.ops = total / b.nprod;
+	for (i = 0; i < b.nprod; i++)
+		b.consumer_shares |= prod_cpu[i] == cpu_b;
+	atomic_init(&b.ready, 0);
+	atomic_init(&b.go, false);
+	atomic_init(&b.stop, false);
+	atomic_init(&b.cpu_ns, 0);
+	b.q = ops->create(&b);
+	if (!b.q) {
+		fprintf(stderr, "FAIL: %s: cannot create the queue\n", impl_name[im]);
+		return -1;
+	}
+	if (start_pinned(&threads[started++], cpu_b, ops->consumer, &b))
+		goto no_thread;
+	for (i = 0; i < b.nprod; i++) {
+		prod[i] = (struct producer){.b = &b, .id = i, .shares = prod_cpu[i] == cpu_b};
+		if (b.nprod > 1)
+			prod[i].shares |= prod_cpu[0] == prod_cpu[1];
+		if (start_pinned(&threads[started++], prod_cpu[i], ops->producer, &prod[i]))
+			goto no_thread;
+	}
+	while (atomic_load(&b.ready) < started)
+		backoff(&spins, true);
+	t0 = now();
+	/* release: the queue's initialisation is visible to the threads */
+	atomic_store_explicit(&b.go, true, memory_order_release);
+	for (i = 0; i < started; i++)
+		pthread_join(threads[i], NULL);
+	left = ops->residue(&b);
+	if (b.error[0]) {
+		fprintf(stderr, "FAIL: %s %s: %s\n", impl_name[im], m->name, b.error);
+	} else if (left) {
+		fprintf(stderr, "FAIL: %s %s: %u element(s) left in the queue after the run\n",
+			impl_name[im], m->name, left);
+	} else {
+		double wall = b.t_end - t0;
+
+		mops = (double)(b.ops * b.nprod) / wall / 1e6;
+		/* cpu: how much of the 2 CPUs the run got (other load on the machine lowers it) */
+		printf("  %-13s %-8s %9.2f Mops/s  (%lu elements in %.3f s, cpu %3.0f%%; "
+		       "empty polls %lu, full polls %lu)\n",
+		       m->name, impl_name[im], mops, b.ops * b.nprod, wall,
+		       (double)atomic_load(&b.cpu_ns) / 1e9 / wall / (cpu_a == cpu_b ? 1 : 2) * 100,
+		       b.empty_polls, b.full_polls[0] + b.full_polls[1]);
+	}
+	ops->destroy(&b);
+	return mops;
+
+no_thread:
+	fprintf(stderr, "FAIL: pthread_create failed\n");
+	exit(1);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static unsigned long env_ulong(const char *name, unsigned long dflt, unsigned long max)
+{
+	const char *s = getenv(name);
+	char *end;
+	unsigned long v;
+
+	if (!s || !*s)
+		return dflt;
+	v = strtoul(s, &end, 0);
+	if (*end || v > max || (v == 0 && dflt)) {
+		fprintf(stderr, "%s=%s is invalid: expected %d..%lu\n", name, s, !!dflt, max);
+		exit(2);
+	}
+	return v;
+}
+
+#define NMODES PC_ARRAY_SIZE(modes)
+
+static double median[NMODES][NIMPL];
+
+static void print_table(void)
+{
+	unsigned int mi, im;
+
+	printf("\n%-14s", "Mops/s");
+	for (im = 0; im < NIMPL; im++)
+		printf(" %9s", impl_name[im]);
+	printf("  |");
+	for (im = 1; im < NIMPL; im++)
+		printf(" pc/%-8.8s", impl_name[im]);
+	printf("\n");
+	for (mi = 0; mi < NMODES; mi++) {
+		printf("%-14s", modes[mi].name);
+		for (im = 0; im < NIMPL; im++)
+			if (impls[im].missing)
+				printf(" %9s", "-");
+			else
+				printf(" %9.2f", median[mi][im]);
+		printf("  |");
+		for (im = 1; im < NIMPL; im++)
+			if (impls[im].missing)
+				printf(" %11s", "-");
+			else
+				printf(" %11.2f", median[mi][PC] / median[mi][im]);
+		printf("\n");
+	}
+}
+
+/* Goal: pollcore's SPSC burst throughput >= rte_ring's. 1 met, 0 not, -1 not measured. */
+static int goal_met(void)
+{
+	unsigned int mi;
+	int met = 1;
+
+	if (impls[RTE].missing)
+		return -1;
+	for (mi = 0; mi < NMODES; mi++)
+		if (!modes[mi].mpsc && !modes[mi].single && median[mi][PC] < median[mi][RTE])
+			met = 0;
+	return met;
+}
+
+static void print_json(int goal)
+{
+	unsigned int mi, im;
+
+	printf("{\"bench\": \"ring_ref\", \"unit\": \"Mops/s\"");
+	for (mi = 0; mi < NMODES; mi++) {
+		printf(", \"%s\": {", modes[mi].key);
+		for (im = 0; im < NIMPL; im++)
+			if (impls[im].missing)
+				printf("%s\"%s\": null", im ? ", " : "", impl_name[im]);
+			else
+				printf("%s\"%s\": %.2f", im ? ", " : "", impl_name[im],
+				       median[mi][im]);
+		for (im = 1; im < NIMPL; im++)
+			if (impls[im].missing)
+				printf(", \"ratio_%s\": null", impl_name[im]);
+			else
+				printf(", \"ratio_%s\": %.3f", impl_name[im],
+				       median[mi][PC] / median[mi][im]);
+		printf("}");
+	}
+	printf(", \"goal_spsc_burst_ge_rte_ring\": %s}\n",
+	       goal < 0 ? "null" : goal ? "true" : "false");
+}
+
+int main(void)
+{
+	unsigned long ops = env_ulong("BENCH_RING_REF_OPS", 2000000UL, SEQ_MASK / 4);
+	unsigned int rounds = (unsigned int)env_ulong("BENCH_RING_REF_ROUNDS", 3, MAX_ROUNDS);
+	double figs[NMODES][NIMPL][MAX_ROUNDS];
+	unsigned int mi, im, r, k;
+	int failed = 0, goal;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	pick_cpus();
+	mpsc_one_cpu = env_ulong("BENCH_RING_REF_MPSC_ONE_CPU", 0, 1);
+	printf("ring reference benchmark: %u slots per queue, %u round(s), median shown, "
+	       "%ld online CPU(s)\n",
+	       SLOTS, rounds, sysconf(_SC_NPROCESSORS_ONLN));
+	printf("pinning: SPSC producer on CPU %d, consumer on CPU %d\n", cpu_a, cpu_b);
+	if (mpsc_one_cpu)
+		printf("pinning: MPSC producers 0 and 1 on CPU %d (time-sliced), consumer on CPU "
+		       "%d; rte_ring and ck_ring may move one element per time slice\n",
+		       cpu_a, cpu_b);
+	else
+		printf("pinning: MPSC producer 0 on CPU %d, producer 1 and consumer on CPU %d "
+		       "(time-sliced: 3 threads oversubscribe 2 CPUs)\n",
+		       cpu_a, cpu_b);
+	if (cpu_a == cpu_b)
+		printf("pinning: only one CPU available: every thread shares it\n");
+	printf("elements per run: %lu single, %lu burst; ck_ring bursts are loops of single "
+	       "calls\n",
+	       ops, ops * 4);
+	for (im = 0; im < NIMPL; im++)
+		if (impls[im].missing)
+			printf("missing: %s (%s)\n", impl_name[im], impls[im].missing);
+
+	for (mi = 0; mi < NMODES; mi++) {
+		unsigned long total = modes[mi].single ? ops : ops * 4;
+
+		for (r = 0; r < rounds; r++)
+			for (k = 0; k < NIMPL; k++) {
+				im = (k + r) % NIMPL; /* rotate who goes first */
+				if (impls[im].missing)
+					continue;
+				figs[mi][im][r] = run_once(im, &modes[mi], total);
+				if (figs[mi][im][r] < 0)
+					failed = 1;
+			}
+		for (im = 0; im < NIMPL; im++) {
+			if (impls[im].missing)
+				continue;
+			qsort(figs[mi][im], rounds, sizeof(double), cmp_double);
+			median[mi][im] = figs[mi][im][rounds / 2];
+		}
+	}
+	print_table();
+	goal = goal_met();
+	printf("goal (pollcore SPSC burst >= rte_ring, medians): %s\n",
+	       goal < 0 ? "not measured (rte_ring missing)" : goal ? "met" : "NOT met");
+	print_json(goal);
+	if (failed)
+		fprintf(stderr, "FAIL: at least one run lost, duplicated or reordered elements\n");
+	return failed;
+}
