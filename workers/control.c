@@ -503,11 +503,9 @@ int control_start(struct pc_engine *e)
 
 void control_stop(struct pc_engine *e)
 {
-	uint64_t one = 1;
-
 	if (e->ctl_started) {
 		atomic_store(&e->ctl_stop, 1);
-		(void)!write(e->ctl_efd, &one, sizeof(one));
+		control_wake(e);
 		pthread_join(e->ctl_thread, NULL);
 	}
 	if (e->listen_id)
