@@ -8,11 +8,14 @@
  * with bursts of 8 and 32. A round runs every mode with every implementation,
  * interleaved (who goes first rotates); rounds repeat up to
  * BENCH_RING_REF_ROUNDS (default 5) while they fit in BENCH_RING_REF_BUDGET
- * seconds (default 80; at least one round). Figures are Mops/s (million
+ * seconds (default 60; at least one round). Figures are Mops/s (million
  * elements moved per second) and ratios pollcore/reference, for the best
- * run and the median run. On a shared machine other load only ever slows a
- * run down (each run prints the share of the CPUs its threads got), so the
- * best run is the figure and the goal is judged on it.
+ * run, the median run and the fastest window of WINDOW elements in any run
+ * (the consumer reads the clock every WINDOW elements). On a shared machine
+ * other load only ever slows a run down (each run prints the share of the
+ * CPUs its threads got), so the best run is the figure and the goal is
+ * judged on it; on a loaded machine few whole runs get both CPUs, and the
+ * fastest windows are the steadier figure.
  *
  * Pinning: the two first CPUs of our affinity mask, A and B. SPSC: producer
  * on A, consumer on B. MPSC (3 threads: oversubscribes a 2-CPU machine):
@@ -27,16 +30,7 @@
  * A thread yields the CPU when it waits only if it shares its CPU with
  * another thread of the run; otherwise it spins with a pause.
  *
- * Fairness notes:
- *  - every ring has 1024 slots; rte_ring and ck_ring keep one empty (1023
- *    usable). wfcqueue is an unbounded list: each producer recycles a pool
- *    of 1024 / producers nodes, and the consumer hands them back through a
- *    per-producer counter (what a bounded user of it has to do);
- *  - ck_ring has no burst call: its bursts are loops of single calls;
- *  - wfcqueue bursts: the producer chains its nodes on a private queue and
- *    splices it in (one xchg on the shared tail); the consumer dequeues them
- *    one by one (single consumer, so the unlocked __ variants);
- *  - all four are inlined into the same loops (liburcu with _LGPL_SOURCE).
+ * The implementations and the fairness notes: bench_ring_ref.h.
  *
  * Integrity: each value carries its producer and a sequence number; the
  * consumer checks that every value is the next one expected from its
@@ -47,33 +41,9 @@
  * 2000000; bursts move 4 times as many), BENCH_RING_REF_ROUNDS,
  * BENCH_RING_REF_BUDGET, BENCH_RING_REF_MPSC_ONE_CPU (see Pinning),
  * BENCH_RING_REF_MODES (comma-separated JSON keys, e.g. spsc_burst8: only
- * those modes; the others print as not run).
+ * those modes).
  */
-#define _LGPL_SOURCE /* wfcqueue inline, like the three rings */
-#include <pollcore/ring.h>
-
-/*
- * The references order memory with inline assembly or plain accesses that
- * rely on x86's ordering, which ThreadSanitizer cannot see: under TSan only
- * pollcore's rings run (their element checks still apply).
- */
-#if defined(__SANITIZE_THREAD__)
-#undef PC_BENCH_HAVE_DPDK
-#undef PC_BENCH_HAVE_CK
-#define NOT_UNDER_TSAN "skipped under ThreadSanitizer: it cannot see this library's barriers"
-#else
-#define PC_BENCH_HAVE_WFCQ
-#endif
-
-#ifdef PC_BENCH_HAVE_WFCQ
-#include <urcu/wfcqueue.h>
-#endif
-#ifdef PC_BENCH_HAVE_DPDK
-#include <rte_ring.h>
-#endif
-#ifdef PC_BENCH_HAVE_CK
-#include <ck_ring.h>
-#endif
+#include "bench_ring_ref.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -83,25 +53,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SLOTS         1024U
-#define MAX_PRODUCERS 2U
-#define BURST_MAX     32U
-#define SEQ_BITS      48
-#define SEQ_MASK      ((1UL << SEQ_BITS) - 1)
-#define MAX_ROUNDS    15U
-#define WINDOW        32768UL /* elements per timed window (32 ring laps) */
+#define MAX_ROUNDS 15U
 
 enum impl { PC, RTE, CK, WFCQ, NIMPL };
 
 static const char *const impl_name[NIMPL] = {"pollcore", "rte_ring", "ck_ring", "wfcqueue"};
-
-struct mode {
-	const char *name; /* table label */
-	const char *key;  /* JSON key */
-	bool mpsc;
-	bool single; /* single-object calls, else burst calls */
-	unsigned int burst;
-};
 
 static const struct mode modes[] = {
     {"spsc single", "spsc_single", false, true, 1},
@@ -110,64 +66,6 @@ static const struct mode modes[] = {
     {"mpsc single", "mpsc_single", true, true, 1},
     {"mpsc burst 8", "mpsc_burst8", true, false, 8},
     {"mpsc burst 32", "mpsc_burst32", true, false, 32},
-};
-
-#ifdef PC_BENCH_HAVE_WFCQ
-/* wfcqueue made bounded: per-producer node pools recycled by the consumer. */
-struct wnode {
-	struct cds_wfcq_node node;
-	uintptr_t val;
-};
-
-struct wpool { /* producer-private */
-	struct wnode *nodes;
-	unsigned long mask;
-	unsigned long sent;	  /* nodes enqueued so far */
-	unsigned long done_cache; /* last view of the consumer's done counter */
-} pc_cache_aligned;
-
-struct wdone { /* written by the consumer, read by one producer */
-	atomic_ulong n;
-} pc_cache_aligned;
-
-struct wfcq_ref {
-	struct __cds_wfcq_head head pc_cache_aligned; /* consumer */
-	struct cds_wfcq_tail tail pc_cache_aligned;   /* producers' xchg */
-	struct wdone done[MAX_PRODUCERS];
-	struct wpool pool[MAX_PRODUCERS];
-	unsigned long released[MAX_PRODUCERS] pc_cache_aligned; /* consumer-private */
-};
-#endif
-
-#ifdef PC_BENCH_HAVE_CK
-struct ck_ref {
-	struct ck_ring ring pc_cache_aligned;
-	struct ck_ring_buffer buf[SLOTS] pc_cache_aligned;
-};
-#endif
-
-struct bench {
-	const struct mode *m;
-	unsigned int nprod;
-	unsigned long ops; /* elements per producer */
-	void *q;	   /* the queue under test */
-	atomic_uint ready;
-	atomic_bool go;
-	atomic_bool stop; /* consumer found a bad value: producers give up */
-	bool consumer_shares; /* the consumer shares its CPU with a producer */
-	double t_end;
-	double *marks; /* consumer's clock each time it passes a multiple of WINDOW elements */
-	unsigned long nmarks;
-	atomic_ulong cpu_ns; /* CPU time of the run's threads, summed */
-	unsigned long empty_polls;
-	unsigned long full_polls[MAX_PRODUCERS];
-	char error[160];
-};
-
-struct producer {
-	struct bench *b;
-	unsigned int id;
-	bool shares; /* shares its CPU with another thread of the run */
 };
 
 static double now(void)
@@ -217,253 +115,6 @@ static void account_cpu(struct bench *b, unsigned long start_ns)
 {
 	atomic_fetch_add(&b->cpu_ns, thread_cpu_ns() - start_ns);
 }
-
-/* --- pollcore ---------------------------------------------------------------------------- */
-
-static inline unsigned int pc_enq(struct bench *b, struct producer *p, void *const *objs,
-				  unsigned int n)
-{
-	if (b->m->mpsc)
-		return b->m->single ? !pc_ring_mpsc_enqueue(b->q, objs[0])
-				    : pc_ring_mpsc_enqueue_burst(b->q, objs, n);
-	return b->m->single ? !pc_ring_spsc_enqueue(b->q, objs[0])
-			    : pc_ring_spsc_enqueue_burst(b->q, objs, n);
-}
-
-/* pollcore has no single-object dequeue: burst of 1 in single mode. */
-static inline unsigned int pc_deq(struct bench *b, void **objs, unsigned int n)
-{
-	return b->m->mpsc ? pc_ring_mpsc_dequeue_burst(b->q, objs, n)
-			  : pc_ring_spsc_dequeue_burst(b->q, objs, n);
-}
-
-static void *pc_create(struct bench *b)
-{
-	return b->m->mpsc ? (void *)pc_ring_mpsc_create(SLOTS) : (void *)pc_ring_spsc_create(SLOTS);
-}
-
-static unsigned int pc_residue(struct bench *b)
-{
-	return b->m->mpsc ? pc_ring_mpsc_count(b->q) : pc_ring_spsc_count(b->q);
-}
-
-static void pc_destroy(struct bench *b)
-{
-	if (b->m->mpsc)
-		pc_ring_mpsc_destroy(b->q);
-	else
-		pc_ring_spsc_destroy(b->q);
-}
-
-/* --- DPDK rte_ring ----------------------------------------------------------------------- */
-
-#ifdef PC_BENCH_HAVE_DPDK
-static inline unsigned int rte_enq(struct bench *b, struct producer *p, void *const *objs,
-				   unsigned int n)
-{
-	if (b->m->mpsc)
-		return b->m->single ? !rte_ring_mp_enqueue(b->q, objs[0])
-				    : rte_ring_mp_enqueue_burst(b->q, objs, n, NULL);
-	return b->m->single ? !rte_ring_sp_enqueue(b->q, objs[0])
-			    : rte_ring_sp_enqueue_burst(b->q, objs, n, NULL);
-}
-
-static inline unsigned int rte_deq(struct bench *b, void **objs, unsigned int n)
-{
-	if (b->m->single)
-		return !rte_ring_sc_dequeue(b->q, objs);
-	return rte_ring_sc_dequeue_burst(b->q, objs, n, NULL);
-}
-
-/* rte_ring_init on our own memory: no EAL, no hugepages, no memzone. */
-static void *rte_create(struct bench *b)
-{
-	ssize_t size = rte_ring_get_memsize(SLOTS);
-	void *mem;
-	int ret;
-
-	if (size < 0 || posix_memalign(&mem, PC_CACHELINE, (size_t)size))
-		return NULL;
-	ret = rte_ring_init(mem, "pc_bench", SLOTS,
-			    RING_F_SC_DEQ | (b->m->mpsc ? 0 : RING_F_SP_ENQ));
-	if (ret) {
-		fprintf(stderr, "rte_ring_init: %d\n", ret);
-		free(mem);
-		return NULL;
-	}
-	return mem;
-}
-
-static unsigned int rte_residue(struct bench *b)
-{
-	return rte_ring_count(b->q);
-}
-
-static void rte_destroy(struct bench *b)
-{
-	free(b->q);
-}
-#endif
-
-/* --- Concurrency Kit ck_ring ------------------------------------------------------------- */
-
-#ifdef PC_BENCH_HAVE_CK
-static inline unsigned int ck_enq(struct bench *b, struct producer *p, void *const *objs,
-				  unsigned int n)
-{
-	struct ck_ref *c = b->q;
-	unsigned int i;
-
-	for (i = 0; i < n; i++)
-		if (!(b->m->mpsc ? ck_ring_enqueue_mpsc(&c->ring, c->buf, objs[i])
-				 : ck_ring_enqueue_spsc(&c->ring, c->buf, objs[i])))
-			break;
-	return i;
-}
-
-static inline unsigned int ck_deq(struct bench *b, void **objs, unsigned int n)
-{
-	struct ck_ref *c = b->q;
-	unsigned int i;
-
-	for (i = 0; i < n; i++)
-		if (!(b->m->mpsc ? ck_ring_dequeue_mpsc(&c->ring, c->buf, &objs[i])
-				 : ck_ring_dequeue_spsc(&c->ring, c->buf, &objs[i])))
-			break;
-	return i;
-}
-
-static void *ck_create(struct bench *b)
-{
-	struct ck_ref *c;
-
-	if (posix_memalign((void **)&c, PC_CACHELINE, sizeof(*c)))
-		return NULL;
-	ck_ring_init(&c->ring, SLOTS);
-	return c;
-}
-
-static unsigned int ck_residue(struct bench *b)
-{
-	struct ck_ref *c = b->q;
-
-	return ck_ring_size(&c->ring);
-}
-
-static void ck_destroy(struct bench *b)
-{
-	free(b->q);
-}
-#endif
-
-/* --- liburcu wfcqueue -------------------------------------------------------------------- */
-
-#ifdef PC_BENCH_HAVE_WFCQ
-
-static inline unsigned int wfcq_enq(struct bench *b, struct producer *p, void *const *objs,
-				    unsigned int n)
-{
-	struct wfcq_ref *w = b->q;
-	struct wpool *pl = &w->pool[p->id];
-	unsigned long room = pl->mask + 1 - (pl->sent - pl->done_cache);
-	struct __cds_wfcq_head lhead;
-	struct cds_wfcq_tail ltail;
-	struct wnode *wn;
-	unsigned int i;
-
-	if (room < n) {
-		/* acquire: the consumer is done with the nodes it counted */
-		pl->done_cache = atomic_load_explicit(&w->done[p->id].n, memory_order_acquire);
-		room = pl->mask + 1 - (pl->sent - pl->done_cache);
-		if (room < n)
-			n = (unsigned int)room;
-	}
-	if (n == 1) {
-		wn = &pl->nodes[pl->sent & pl->mask];
-		cds_wfcq_node_init(&wn->node);
-		wn->val = (uintptr_t)objs[0];
-		cds_wfcq_enqueue(&w->head, &w->tail, &wn->node);
-	} else if (n) {
-		__cds_wfcq_init(&lhead, &ltail);
-		for (i = 0; i < n; i++) {
-			wn = &pl->nodes[(pl->sent + i) & pl->mask];
-			cds_wfcq_node_init(&wn->node);
-			wn->val = (uintptr_t)objs[i];
-			cds_wfcq_enqueue(&lhead, &ltail, &wn->node);
-		}
-		__cds_wfcq_splice_blocking(&w->head, &w->tail, &lhead, &ltail);
-	}
-	pl->sent += n;
-	return n;
-}
-
-static inline unsigned int wfcq_deq(struct bench *b, void **objs, unsigned int n)
-{
-	struct wfcq_ref *w = b->q;
-	unsigned int cnt[MAX_PRODUCERS] = {0}, i, id;
-	struct cds_wfcq_node *node;
-	uintptr_t v;
-
-	for (i = 0; i < n; i++) {
-		node = __cds_wfcq_dequeue_nonblocking(&w->head, &w->tail);
-		if (!node || node == CDS_WFCQ_WOULDBLOCK)
-			break;
-		v = pc_container_of(node, struct wnode, node)->val;
-		objs[i] = (void *)v;
-		id = (unsigned int)(v >> SEQ_BITS);
-		if (pc_likely(id < MAX_PRODUCERS))
-			cnt[id]++;
-	}
-	for (id = 0; id < MAX_PRODUCERS; id++)
-		if (cnt[id]) {
-			w->released[id] += cnt[id];
-			/* release: our reads of those nodes happen before their producer reuses them */
-			atomic_store_explicit(&w->done[id].n, w->released[id], memory_order_release);
-		}
-	return i;
-}
-
-static void *wfcq_create(struct bench *b)
-{
-	unsigned long pool = SLOTS / b->nprod;
-	struct wfcq_ref *w;
-	unsigned int i;
-
-	if (posix_memalign((void **)&w, PC_CACHELINE, sizeof(*w)))
-		return NULL;
-	memset(w, 0, sizeof(*w));
-	__cds_wfcq_init(&w->head, &w->tail);
-	for (i = 0; i < b->nprod; i++) {
-		atomic_init(&w->done[i].n, 0);
-		w->pool[i].mask = pool - 1;
-		if (posix_memalign((void **)&w->pool[i].nodes, PC_CACHELINE,
-				   pool * sizeof(struct wnode))) {
-			while (i--)
-				free(w->pool[i].nodes);
-			free(w);
-			return NULL;
-		}
-	}
-	return w;
-}
-
-static unsigned int wfcq_residue(struct bench *b)
-{
-	struct wfcq_ref *w = b->q;
-
-	return !cds_wfcq_empty(&w->head, &w->tail);
-}
-
-static void wfcq_destroy(struct bench *b)
-{
-	struct wfcq_ref *w = b->q;
-	unsigned int i;
-
-	for (i = 0; i < b->nprod; i++)
-		free(w->pool[i].nodes);
-	free(w);
-}
-#endif
 
 /* --- the loops, one instance per implementation (calls inlined, no pointers) ------------- */
 
@@ -521,11 +172,16 @@ static pc_always_inline void *consumer_loop(struct bench *b,
 			v = (uintptr_t)objs[i];
 			id = (unsigned int)(v >> SEQ_BITS);
 			if (pc_unlikely(id >= b->nprod || (v & SEQ_MASK) != expect[id] + 1)) {
-				snprintf(b->error, sizeof(b->error),
-					 "element %lu is %#lx: expected producer < %u with "
-					 "sequence %lu (lost, duplicated or reordered)",
-					 got + i, (unsigned long)v, b->nprod,
-					 id < b->nprod ? expect[id] + 1 : 0);
+				if (id >= b->nprod)
+					snprintf(b->error, sizeof(b->error),
+						 "element %lu is %#lx: no such producer", got + i,
+						 (unsigned long)v);
+				else
+					snprintf(b->error, sizeof(b->error),
+						 "element %lu is producer %u's number %lu, expected "
+						 "its number %lu (lost, duplicated or reordered)",
+						 got + i, id, (unsigned long)(v & SEQ_MASK),
+						 expect[id] + 1);
 				atomic_store(&b->stop, true);
 				goto out;
 			}
@@ -885,7 +541,7 @@ int main(void)
 {
 	unsigned long ops = env_ulong("BENCH_RING_REF_OPS", 2000000UL, SEQ_MASK / 4);
 	unsigned int rounds = (unsigned int)env_ulong("BENCH_RING_REF_ROUNDS", 5, MAX_ROUNDS);
-	double budget = (double)env_ulong("BENCH_RING_REF_BUDGET", 80, 86400);
+	double budget = (double)env_ulong("BENCH_RING_REF_BUDGET", 60, 86400);
 	double start = now(), round_time = 0;
 	unsigned int mi, im, k;
 	struct result res;
