@@ -143,7 +143,7 @@ echo "== tools/rxe-vm --pair: server on a, client on b"
 start=$SECONDS
 "$RXE_VM" --pair --timeout 1500 -- "$(side_cmd)" "$(side_cmd)"
 rc=$?
-echo "== the pair ran for $((SECONDS - start)) s"
+echo "== the pair ran for $((SECONDS - start)) s; host load average $(cut -d' ' -f1-3 /proc/loadavg)"
 [ "$rc" = 0 ] || { show; fail "tools/rxe-vm --pair exited $rc"; }
 
 # wstat FILE FIELD: a field of the worker's stats line ("rx 20000" -> 20000).
