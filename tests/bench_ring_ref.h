@@ -99,20 +99,28 @@ struct ck_ref {
 #endif
 
 struct bench {
+	/* set before the run; written once at most (go, stop) */
 	const struct mode *m;
 	unsigned int nprod;
 	unsigned long ops; /* elements per producer */
 	void *q;	   /* the queue under test */
-	atomic_uint ready;
-	atomic_bool go;
-	atomic_bool stop; /* consumer found a bad value: producers give up */
 	bool consumer_shares; /* the consumer shares its CPU with a producer */
-	double t_end;
+	atomic_bool go;
+	atomic_bool stop; /* time cap reached, or the consumer found a bad value */
+
+	/* written by the producers as they finish */
+	atomic_uint ready pc_cache_aligned;
+	atomic_uint finished; /* producers that have stopped sending */
+	atomic_ulong sent;    /* elements those producers sent */
+	atomic_ulong cpu_ns;  /* CPU time of the run's threads, summed */
+	unsigned long full_polls[MAX_PRODUCERS];
+
+	/* written by the consumer */
+	double t_end pc_cache_aligned;
+	unsigned long got;
 	double *marks; /* consumer's clock each time it passes a multiple of WINDOW elements */
 	unsigned long nmarks;
-	atomic_ulong cpu_ns; /* CPU time of the run's threads, summed */
 	unsigned long empty_polls;
-	unsigned long full_polls[MAX_PRODUCERS];
 	char error[160];
 };
 
