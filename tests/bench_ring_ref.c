@@ -493,7 +493,7 @@ static void print_table(const char *title, struct result (*pick)(unsigned int, u
 				printf(" %9.2f", pick(mi, im).mops);
 		printf("  |");
 		for (im = 1; im < NIMPL; im++)
-			if (impls[im].missing)
+			if (impls[im].missing || pick(mi, im).mops <= 0)
 				printf(" %11s", "-");
 			else
 				printf(" %11.2f", pick(mi, PC).mops / pick(mi, im).mops);
@@ -538,7 +538,7 @@ static void print_json_figs(struct result (*pick)(unsigned int, unsigned int), u
 		else
 			printf("%s\"%s\": %.2f", im ? ", " : "", impl_name[im], pick(mi, im).mops);
 	for (im = 1; im < NIMPL; im++)
-		if (impls[im].missing)
+		if (impls[im].missing || pick(mi, im).mops <= 0)
 			printf(", \"ratio_%s\": null", impl_name[im]);
 		else
 			printf(", \"ratio_%s\": %.3f", impl_name[im],
