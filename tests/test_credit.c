@@ -122,7 +122,7 @@ START_TEST(test_simulation)
 	unsigned int step, i, starved_max = 0;
 
 	srandom(12);
-	for (step = 0; step < 2000000; step++) {
+	for (step = 0; step < 300000; step++) {
 		unsigned int k = (unsigned int)random() % N, op = (unsigned int)random() % 100;
 		struct sim_conn *x = &c[k];
 
