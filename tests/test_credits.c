@@ -640,6 +640,9 @@ START_TEST(test_rnr_256)
 	ck_assert_int_eq(pc_engine_stats(srv.e, 0, &ws), 0);
 	ck_assert_uint_eq(ws.rx_msgs, n * window);
 	ck_assert_uint_eq(ws.wc_errors, 0);
+	/* 256 connections share 1,024 buffers: 4 credits each at most */
+	ck_assert_uint_eq(ws.window, 1024 / n);
+	ck_assert_uint_le(ws.credits_out, ws.srq_outstanding);
 	ck_assert_msg(rnr_sent == 0 && rnr_rcvd == 0, "RNR NAKs: %llu sent, %llu received",
 		      (unsigned long long)rnr_sent, (unsigned long long)rnr_rcvd);
 	pc_engine_destroy(cli);
@@ -778,7 +781,7 @@ static void *flood_main(void *arg)
 
 START_TEST(test_raw_flood)
 {
-	struct pc_engine_params sp = { .msg_size = 64, .rx_bufs = 256 };
+	struct pc_engine_params sp = { .msg_size = 64, .rx_bufs = 256, .raw_bufs = 32 };
 	struct pc_engine_params cp = { .msg_size = 64 };
 	struct pc_engine *cli;
 	struct flood f = { 0 };
@@ -824,6 +827,7 @@ START_TEST(test_overrun_leak)
 {
 	struct pc_engine_params sp = { .msg_size = 64, .rx_bufs = 32, .window = 8 };
 	struct pc_engine_params cp = { .msg_size = 64 };
+	struct pc_worker_stats ws;
 	struct pc_engine *cli;
 	unsigned int i;
 	uint16_t port;
@@ -858,6 +862,12 @@ START_TEST(test_overrun_leak)
 			     atomic_load(&cc[0].next));
 	}
 	pc_engine_destroy(cli);
+	/* every connection gone: not one credit is still counted out */
+	ck_assert(wait_down(41, 30));
+	ck_assert_int_eq(pc_engine_stats(srv.e, 0, &ws), 0);
+	ck_assert_uint_eq(ws.conns, 0);
+	ck_assert_uint_eq(ws.credits_out, 0);
+	ck_assert_uint_eq(ws.window, 8);
 	server_stop();
 }
 END_TEST

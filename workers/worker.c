@@ -305,6 +305,8 @@ unsigned int worker_apply_ctl(struct pc_worker *w)
 			if (r)
 				conn_connect_answer(r, 0);
 			/* its first grant (or a raw peer's receive queue top-up) */
+			if (!c->raw)
+				c->grant_pending = 1;
 			dp_mark_dirty(w, c);
 			break;
 		}
