@@ -12,6 +12,9 @@
  *    that room (credit_grant()).
  *  - A connection's window shrinks as connections join and grows back as
  *    they leave: credit_target() = min(window, srq_depth / connections).
+ *    Within that share it has what it earned: it starts at min_window and
+ *    earns one more credit per credit it uses, so an idle peer holds only
+ *    its floor and newcomers find room (the worker keeps the count).
  *  - Every connection is guaranteed min_window credits: room below that
  *    floor is kept for the connections still short of it (the "floor
  *    deficit"), and a connection is admitted only when every connection

@@ -105,13 +105,15 @@ END_TEST
 
 /*
  * One worker simulated: connections join, leave, receive and are granted
- * in random order while an "application" holds and returns buffers. After
+ * in random order (a credit used earns one more) while an "application"
+ * holds and returns buffers. After
  * every step: sum of outstanding credits <= SRQ posted, and each
  * connection's credits stay within its window.
  */
 struct sim_conn {
 	bool live;
 	uint32_t out;	/* granted, not yet used */
+	uint32_t allow;	/* earned: FLOOR, +1 per credit used */
 };
 
 START_TEST(test_simulation)
@@ -131,6 +133,7 @@ START_TEST(test_simulation)
 				continue;	/* admission */
 			x->live = true;
 			x->out = 0;
+			x->allow = FLOOR;
 			n++;
 			deficit += FLOOR;
 		} else if (op < 5 && x->live) {
@@ -144,6 +147,7 @@ START_TEST(test_simulation)
 			ck_assert_uint_gt(posted, 0);
 			deficit += credit_short(x->out - 1, FLOOR) - credit_short(x->out, FLOOR);
 			x->out--;
+			x->allow = PC_MIN(x->allow + 1, WINDOW);
 			credits_out--;
 			posted--;
 			held++;
@@ -157,7 +161,7 @@ START_TEST(test_simulation)
 			pool = 0;
 		} else if (x->live) {
 			uint32_t room = posted > credits_out ? posted - credits_out : 0;
-			uint32_t t = credit_target(DEPTH, n, WINDOW);
+			uint32_t t = PC_MIN(credit_target(DEPTH, n, WINDOW), x->allow);
 			uint32_t g = credit_grant(x->out, t, FLOOR, room, deficit);
 
 			ck_assert_uint_le(g, room);

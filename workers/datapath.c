@@ -86,7 +86,7 @@ static inline uint32_t conn_outstanding(const struct conn *c)
 /* A credited conn attached: it shares the SRQ from now on, its floor kept for it. */
 void dp_credited_join(struct pc_worker *w, struct conn *c)
 {
-	(void)c;
+	c->allow = w->p->min_window;
 	w->ncredited++;
 	w->floor_deficit += w->p->min_window;
 	window_publish(w);
@@ -240,7 +240,11 @@ static void dp_recv(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
 			STAT_ADD(w->st.wc_errors, 1);
 		pc_pool_put(rx_pool(w, m), m->buf);
 		if (c && wc->status != IBV_WC_WR_FLUSH_ERR)
-			drain_fail(w, c, pc_wc_error(w->dev, wc, "RECV"));
+			/* rxe reports a message longer than the receive as LOC_QP_OP_ERR */
+			drain_fail(w, c, pc_wc_error(w->dev, wc,
+						     wc->status == IBV_WC_LOC_LEN_ERR ||
+						     wc->status == IBV_WC_LOC_QP_OP_ERR ?
+						     "RECV (a message longer than msg_size?)" : "RECV"));
 		return;
 	}
 	if (pc_unlikely(!c || c->state >= CONN_DRAINED)) {
@@ -290,6 +294,14 @@ static void dp_recv(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
 					    credit_short(o, p->min_window);
 			w->credits_out--;
 			credits_publish(w);
+			/* a credit used earns one more: its window grows with use, at once */
+			if (c->allow < c->window) {
+				c->allow++;
+				if (c->state == CONN_UP) {
+					c->grant_pending++;
+					dp_mark_dirty(w, c);
+				}
+			}
 		}
 		c->recv_credited++;
 		m->pub.len = len - HDR;
@@ -406,7 +418,8 @@ static inline uint32_t credits_room(const struct pc_worker *w)
 }
 
 /*
- * Brings @c's credits up to its share of the SRQ (credit_target()), within
+ * Brings @c's credits up to its share of the SRQ (credit_target()) or what
+ * it has earned (c->allow), whichever is less, within
  * the room the SRQ has and the floors of the others (credit_grant()).
  * Whatever it still wants stays in grant_pending: the conn is looked at
  * again next turn.
@@ -415,7 +428,7 @@ static inline void credits_grant(struct pc_worker *w, struct conn *c)
 {
 	const struct pc_engine_params *p = w->p;
 	uint32_t o = conn_outstanding(c);
-	uint32_t target = credit_target(p->srq_depth, w->ncredited, c->window);
+	uint32_t target = PC_MIN(credit_target(p->srq_depth, w->ncredited, c->window), c->allow);
 	uint32_t g;
 
 	/* buffers back in the pool count only once posted: post them before giving up */
