@@ -171,7 +171,9 @@ struct pc_device_params {
  *          per connection and direction, requests included), default 64.
  *          Connections of a worker share its srq_depth: each may hold
  *          min(@window, srq_depth / connections), so windows shrink as
- *          connections join and grow back as they leave.
+ *          connections join and grow back as they leave; within that, a
+ *          connection starts at @min_window and earns one credit per credit
+ *          it uses (an idle peer holds only its floor).
  * @min_window: credits every connection is guaranteed, default 1 (at most
  *              @window). A connection that would leave a worker unable to
  *              give each of its connections this many is refused
