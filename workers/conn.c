@@ -80,7 +80,7 @@ void conn_apply_peer(struct conn *c)
 	c->peer_credit_addr = c->peer_priv.credit_addr;
 	c->peer_credit_rkey = c->peer_priv.credit_rkey;
 	c->peer_max_msg = c->peer_priv.max_msg;
-	c->peer_window = c->peer_priv.credits;
+	c->peer_window = c->peer_priv.window;
 }
 
 /* The waiting pc_connect(), for whoever answers it first; NULL for the others. */

@@ -186,8 +186,10 @@ struct conn {
 	uint64_t granted;
 	uint64_t granted_published;
 	uint64_t recv_credited;
-	uint32_t grant_pending;
+	uint32_t grant_pending;	/* credits it still wants (below its target): look again */
 	uint32_t window;
+	uint32_t allow;		/* credits it has earned: min_window, +1 per credit used, <= window */
+	uint32_t rq_posted;	/* raw peer: receives posted on its own queue */
 	uint64_t peer_credit_addr;
 	uint32_t peer_credit_rkey;
 	uint32_t max_inline;

@@ -37,36 +37,85 @@ static void control_wake(void *arg)
 
 /* --- private data ---------------------------------------------------------------- */
 
+/* Nothing granted up front: the worker grants every credit once the conn is up. */
 static void cm_fill_priv(struct conn *c, struct wire_cm_priv *priv)
 {
-	wire_cm_fill(priv, c->window, (uintptr_t)&c->credit_word[0], c->credit_mr->rkey,
+	wire_cm_fill(priv, 0, c->window, (uintptr_t)&c->credit_word[0], c->credit_mr->rkey,
 		     c->e->p.msg_size);
 }
 
 /* --- choosing a worker ------------------------------------------------------------ */
 
-static struct pc_worker *pick_worker(struct pc_engine *e, struct ibv_context *ctx, int want)
+/* Says why @w cannot take one more connection (pc_set_error), naming the numbers. */
+static int refusal(struct pc_worker *w, enum credit_verdict v, bool raw)
 {
-	struct pc_worker *best = NULL;
+	const struct credit_limits *l = &w->lim;
+	const struct credit_load *a = &w->adm;
+	const char *dev = w->dev->name;
+	unsigned int port = w->dev->port;
+
+	switch (v) {
+	case CREDIT_NO_CONNS:
+		return pc_set_error(-EBUSY, "%s port %u %s: %u connections, max_conns_per_worker %u",
+				    dev, port, w->name, a->conns, l->max_conns);
+	case CREDIT_NO_BUFS:
+		return pc_set_error(-EBUSY, "%s port %u %s: %u connections cannot each have min_window %u "
+				    "credits from %u receive buffers (srq_depth)", dev, port, w->name,
+				    a->conns - a->raw + 1, l->min_window, l->srq_depth);
+	case CREDIT_NO_RAW:
+		if (!l->raw_bufs)
+			return pc_set_error(-EBUSY, "%s port %u %s: a raw peer (no pollcore private data) "
+					    "and raw_bufs is 0", dev, port, w->name);
+		return pc_set_error(-EBUSY, "%s port %u %s: %u raw peers hold its %u raw_bufs", dev,
+				    port, w->name, a->raw, l->raw_bufs);
+	case CREDIT_NO_CQ:
+		return pc_set_error(-EBUSY, "%s port %u %s: its CQ of %u entries cannot also hold %u "
+				    "receives, %u connections' drain markers and %u sends", dev, port,
+				    w->name, l->cqe, l->srq_depth + l->raw_bufs, a->conns + 1,
+				    l->sq_depth);
+	default:
+		(void)raw;
+		return 0;
+	}
+}
+
+/*
+ * The worker of device @ctx for a new connection: @want, or the least loaded
+ * of those that can admit it (core/credit.h). NULL with pc_last_error()
+ * saying why when none can. Control thread.
+ */
+static struct pc_worker *pick_worker(struct pc_engine *e, struct ibv_context *ctx, int want,
+				     bool raw)
+{
+	struct pc_worker *best = NULL, *refused = NULL;
+	enum credit_verdict why = CREDIT_ADMIT;
 	unsigned int i, best_n = ~0u;
 
-	if (want >= 0) {
-		if ((unsigned int)want >= e->nworkers || e->workers[want].dev->ctx != ctx)
-			return NULL;
-		best = &e->workers[want];
-	} else {
-		for (i = 0; i < e->nworkers; i++) {
-			struct pc_worker *w = &e->workers[i];
-			unsigned int n = atomic_load(&w->nconns);
+	for (i = 0; i < e->nworkers; i++) {
+		struct pc_worker *w = &e->workers[i];
+		unsigned int n = atomic_load(&w->nconns);
+		enum credit_verdict v;
 
-			if (w->dev->ctx == ctx && n < best_n) {
-				best = w;
-				best_n = n;
+		if (w->dev->ctx != ctx || (want >= 0 && (unsigned int)want != i))
+			continue;
+		v = credit_admit(&w->lim, &w->adm, raw);
+		if (v != CREDIT_ADMIT) {
+			if (!refused) {
+				refused = w;
+				why = v;
 			}
+			continue;
+		}
+		if (n < best_n) {
+			best = w;
+			best_n = n;
 		}
 	}
-	if (best && atomic_load(&best->nconns) >= e->p.max_conns_per_worker)
-		return NULL;
+	if (!best && refused)
+		refusal(refused, why, raw);
+	else if (!best)
+		pc_set_error(-EBUSY, "%s: no worker %d on this device", ibv_get_device_name(ctx->device),
+			     want);
 	return best;
 }
 
@@ -78,6 +127,9 @@ static int conn_attach(struct pc_engine *e, struct conn *c, struct pc_worker *w)
 	if (ret)
 		return ret;
 	atomic_fetch_add(&w->nconns, 1);
+	/* admitted: counted until retired (conn_retire()) */
+	w->adm.conns++;
+	w->adm.raw += c->raw;
 	c->app_slot = w->next_slot++ % (w->nchans ? w->nchans : 1);
 	conn_table_add(e->conns, c);
 	atomic_fetch_add(&e->live_conns, 1);
@@ -130,6 +182,8 @@ static void conn_begin_close(struct conn *c, int err)
 
 static void conn_retire(struct pc_engine *e, struct conn *c)
 {
+	c->w->adm.conns--;
+	c->w->adm.raw -= c->raw;
 	conn_table_del(e->conns, c);
 	connecting_del(e, c);
 	conn_connect_done(c, c->close_err ? c->close_err : -ECONNRESET);
@@ -143,28 +197,38 @@ static void conn_retire(struct pc_engine *e, struct conn *c)
 
 /* --- rdma_cm events ---------------------------------------------------------------- */
 
+/* Rejects @id saying why (pc_last_error()), in the log and to the peer. */
+static void reject(struct rdma_cm_id *id)
+{
+	struct wire_cm_rej rej;
+
+	pc_warn("%s: refusing a connection: %s", ibv_get_device_name(id->verbs->device),
+		pc_last_error());
+	wire_rej_fill(&rej, pc_last_error());
+	rdma_reject(id, &rej, sizeof(rej));
+}
+
 static void on_connect_request(struct pc_engine *e, struct rdma_cm_event *ev)
 {
 	struct rdma_cm_id *id = ev->id;
+	const char *dev = ibv_get_device_name(id->verbs->device);
 	struct rdma_conn_param param = { 0 };
+	struct wire_cm_priv peer;
 	struct pc_worker *w;
 	struct wire_cm_priv priv;
 	struct conn *c;
 	int ret;
 
-	w = pick_worker(e, id->verbs, e->p.choose_worker ?
-			   e->p.choose_worker(ibv_get_device_name(id->verbs->device), e->nworkers,
-					      e->p.arg) : -1);
-	if (!w) {
-		pc_warn("%s: rejecting a connection: no worker with room (max %u per worker)",
-			ibv_get_device_name(id->verbs->device), e->p.max_conns_per_worker);
-		rdma_reject(id, NULL, 0);
-		rdma_destroy_id(id);
-		return;
-	}
-	c = calloc(1, sizeof(*c));
+	ret = wire_cm_parse(dev, ev->param.conn.private_data, ev->param.conn.private_data_len,
+			    &peer);
+	w = ret < 0 ? NULL : pick_worker(e, id->verbs, e->p.choose_worker ?
+					 e->p.choose_worker(dev, e->nworkers, e->p.arg) : -1,
+					 ret == 0);
+	c = w ? calloc(1, sizeof(*c)) : NULL;
 	if (!c) {
-		rdma_reject(id, NULL, 0);
+		if (w)
+			pc_set_error(-ENOMEM, "%s: out of memory for a connection", dev);
+		reject(id);
 		rdma_destroy_id(id);
 		return;
 	}
@@ -172,19 +236,14 @@ static void on_connect_request(struct pc_engine *e, struct rdma_cm_event *ev)
 	c->id = id;
 	c->passive = true;
 	id->context = c;
-	ret = wire_cm_parse(w->dev->name, ev->param.conn.private_data,
-			    ev->param.conn.private_data_len, &c->peer_priv);
-	if (ret >= 0) {
-		c->peer_raw = ret == 0;
-		conn_apply_peer(c);
-		/* raw peers get no credits: they bring their own flow control */
-		c->window = c->raw ? 0 : e->p.window;
-		c->granted = c->granted_published = c->window;
-		ret = conn_attach(e, c, w);
-	}
+	c->peer_priv = peer;
+	c->peer_raw = ret == 0;
+	conn_apply_peer(c);
+	/* raw peers get no credits: they bring their own flow control */
+	c->window = c->raw ? 0 : e->p.window;
+	ret = conn_attach(e, c, w);
 	if (ret) {
-		pc_warn("%s: rejecting a connection: %s", w->dev->name, pc_last_error());
-		rdma_reject(id, NULL, 0);
+		reject(id);
 		if (c->attached)
 			conn_begin_close(c, ret);
 		else
@@ -216,17 +275,13 @@ static void on_route_resolved(struct pc_engine *e, struct conn *c)
 	struct wire_cm_priv priv;
 	int ret;
 
-	w = pick_worker(e, c->id->verbs, c->want_worker);
+	w = pick_worker(e, c->id->verbs, c->want_worker, false);
 	if (!w) {
-		pc_set_error(-EBUSY, "connect: no worker %s on %s with room",
-			     c->want_worker >= 0 ? "(as asked)" : "",
-			     ibv_get_device_name(c->id->verbs->device));
 		conn_begin_close(c, -EBUSY);
 		return;
 	}
-	/* we grant our window up front; the peer's grant comes with its accept */
+	/* credits come from the worker once up, on both sides */
 	c->window = e->p.window;
-	c->granted = c->granted_published = c->window;
 	ret = conn_attach(e, c, w);
 	if (ret) {
 		conn_begin_close(c, ret);
@@ -260,6 +315,7 @@ static int cm_event_errno(enum rdma_cm_event_type t, int status)
 static void on_cm_event(struct pc_engine *e, struct rdma_cm_event *ev)
 {
 	struct conn *c = ev->id->context;
+	char why[sizeof(((struct wire_cm_rej *)0)->why)];
 	int err;
 
 	switch (ev->event) {
@@ -278,11 +334,17 @@ static void on_cm_event(struct pc_engine *e, struct rdma_cm_event *ev)
 			/* the worker applies it when it takes CTL_UP */
 			err = wire_cm_parse(c->w->dev->name, ev->param.conn.private_data,
 					    ev->param.conn.private_data_len, &c->peer_priv);
+			if (err == 0)
+				err = pc_set_error(-EPROTO, "%s qp 0x%x: the server sent no pollcore "
+						   "parameters (not a pollcore server?)",
+						   c->w->dev->name, c->qpn);
 			if (err < 0) {
+				/* answered now, while pc_last_error() is still ours */
+				conn_connect_done(c, err);
 				conn_begin_close(c, err);
 				break;
 			}
-			c->peer_raw = err == 0;
+			c->peer_raw = false;
 		}
 		ctl_post(&c->w->inbox, c, CTL_UP);
 		break;
@@ -292,9 +354,19 @@ static void on_cm_event(struct pc_engine *e, struct rdma_cm_event *ev)
 	case RDMA_CM_EVENT_REJECTED:
 	case RDMA_CM_EVENT_CONNECT_ERROR:
 		err = cm_event_errno(ev->event, ev->status);
-		pc_set_error(err, "%s: %s (status %d)",
-			     ev->id->verbs ? ibv_get_device_name(ev->id->verbs->device) : "rdma_cm",
-			     rdma_event_str(ev->event), ev->status);
+		if (ev->event == RDMA_CM_EVENT_REJECTED &&
+		    wire_rej_parse(ev->param.conn.private_data, ev->param.conn.private_data_len,
+				   why, sizeof(why)))
+			pc_set_error(err, "%s: refused by the server: %s",
+				     ev->id->verbs ? ibv_get_device_name(ev->id->verbs->device)
+						   : "rdma_cm", why);
+		else
+			pc_set_error(err, "%s: %s (status %d)",
+				     ev->id->verbs ? ibv_get_device_name(ev->id->verbs->device)
+						   : "rdma_cm", rdma_event_str(ev->event), ev->status);
+		/* a waiting pc_connect() is answered now, while pc_last_error() is this one */
+		if (c && !c->passive)
+			conn_connect_done(c, err);
 		if (c)
 			conn_begin_close(c, err);
 		break;
@@ -442,7 +514,7 @@ static void *ctl_main(void *arg)
 
 		while (rdma_get_cm_event(e->ch, &ev) == 0) {
 			struct rdma_cm_event copy = *ev;
-			uint8_t pd[64];
+			uint8_t pd[256];	/* IB CM: REQ 56, REP 196, REJ 148 bytes */
 
 			/* keep the private data: it dies with the ack */
 			if (ev->param.conn.private_data_len && ev->param.conn.private_data) {

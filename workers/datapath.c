@@ -4,12 +4,14 @@
  * credits, the SRQ refill and the handoff to the application. Worker thread
  * only.
  *
- * Flow control: each side grants the other `window` receive credits at
- * connect time (rdma_cm private data) and later RDMA-WRITEs its cumulative
- * grant into the peer's credit word whenever received buffers come back to
- * the pool. A sender without credits keeps its messages in the backlog, so
- * a slow application slows its peer instead of overrunning the SRQ. Grants
- * never exceed what is posted on the SRQ (credits_out <= srq_outstanding).
+ * Flow control: each side RDMA-WRITEs its cumulative grant into the peer's
+ * credit word: first when the connection comes up, then whenever received
+ * buffers come back to the pool. A sender without credits keeps its
+ * messages in the backlog, so a slow application slows its peer instead of
+ * overrunning the SRQ. Every grant, the first included, stays within what
+ * is posted on the SRQ (credits_out <= srq_outstanding) and within the
+ * connection's share of it (core/credit.h). Raw peers receive into their
+ * own queues, from a pool of their own, never from the SRQ.
  */
 #include "worker_pvt.h"
 
@@ -54,7 +56,53 @@ void msg_bind(struct msg *m, struct conn *c)
 {
 	m->pub.conn = (struct pc_conn *)c;
 	m->pub.data = (char *)m->buf->addr + (c->raw ? 0 : HDR);
-	m->pub.cap = c->raw ? m->buf->cap : c->w->p->msg_size;
+	/* what a receive may hold: its SGE is exactly this long (plus the header) */
+	m->pub.cap = c->w->p->msg_size;
+}
+
+/* The pool a receive buffer goes back to. */
+static inline struct pc_pool *rx_pool(struct pc_worker *w, const struct msg *m)
+{
+	return m->pool == POOL_RAW ? w->raw : w->rx;
+}
+
+static inline void credits_publish(struct pc_worker *w)
+{
+	__atomic_store_n(&w->st.credits_out, w->credits_out, __ATOMIC_RELAXED);
+}
+
+static void window_publish(struct pc_worker *w)
+{
+	__atomic_store_n(&w->st.window, credit_target(w->p->srq_depth, w->ncredited, w->p->window),
+			 __ATOMIC_RELAXED);
+}
+
+/* Credits @c holds: granted and not yet seen used (0 if it overran). */
+static inline uint32_t conn_outstanding(const struct conn *c)
+{
+	return c->granted > c->recv_credited ? (uint32_t)(c->granted - c->recv_credited) : 0;
+}
+
+/* A credited conn attached: it shares the SRQ from now on, its floor kept for it. */
+void dp_credited_join(struct pc_worker *w, struct conn *c)
+{
+	c->allow = w->p->min_window;
+	w->ncredited++;
+	w->floor_deficit += w->p->min_window;
+	window_publish(w);
+}
+
+/* A credited conn closing: the peer can no longer use what it was granted. */
+void dp_credited_leave(struct pc_worker *w, struct conn *c)
+{
+	uint32_t o = conn_outstanding(c);
+
+	w->credits_out -= o;
+	w->floor_deficit -= credit_short(o, w->p->min_window);
+	w->ncredited--;
+	c->grant_pending = 0;
+	credits_publish(w);
+	window_publish(w);
 }
 
 struct msg *dp_tx_alloc(struct pc_worker *w)
@@ -84,15 +132,16 @@ void dp_msg_release(struct pc_worker *w, struct msg *m)
 		pc_pool_put(w->tx, m->buf);
 		return;
 	}
-	pc_pool_put(w->rx, m->buf);
+	pc_pool_put(rx_pool(w, m), m->buf);
 	m->origin = NULL;
 	if (!c)
 		return;
 	STAT_ADD(c->held, (uint32_t)-1);
 	STAT_ADD(w->st.rx_held, (uint32_t)-1);
-	if (c->state <= CONN_UP && !c->raw) {
-		/* granted at the next flush once UP (a passive side may receive earlier) */
-		c->grant_pending++;
+	if (c->state <= CONN_UP) {
+		/* granted again (raw: its receive queue topped up) at the next flush once UP */
+		if (!c->raw)
+			c->grant_pending++;
 		dp_mark_dirty(w, c);
 	} else if (c->state == CONN_DRAINED) {
 		drain_maybe_retire(w, c);
@@ -178,20 +227,29 @@ static void dp_recv(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
 	struct wire_hdr h;
 	uint32_t len = wc->byte_len;
 
-	w->srq_outstanding--;
-	m->in_srq = 0;
+	if (pc_unlikely(m->in_rq)) {
+		m->in_rq = 0;
+		m->ctx.conn->rq_posted--;
+	} else {
+		w->srq_outstanding--;
+		m->in_srq = 0;
+	}
 	if (pc_unlikely(wc->status != IBV_WC_SUCCESS)) {
 		/* flushes are how a closing QP ends, not errors */
 		if (wc->status != IBV_WC_WR_FLUSH_ERR)
 			STAT_ADD(w->st.wc_errors, 1);
-		pc_pool_put(w->rx, m->buf);
+		pc_pool_put(rx_pool(w, m), m->buf);
 		if (c && wc->status != IBV_WC_WR_FLUSH_ERR)
-			drain_fail(w, c, pc_wc_error(w->dev, wc, "RECV"));
+			/* rxe reports a message longer than the receive as LOC_QP_OP_ERR */
+			drain_fail(w, c, pc_wc_error(w->dev, wc,
+						     wc->status == IBV_WC_LOC_LEN_ERR ||
+						     wc->status == IBV_WC_LOC_QP_OP_ERR ?
+						     "RECV (a message longer than msg_size?)" : "RECV"));
 		return;
 	}
 	if (pc_unlikely(!c || c->state >= CONN_DRAINED)) {
 		STAT_ADD(w->st.stray_completions, 1);
-		pc_pool_put(w->rx, m->buf);
+		pc_pool_put(rx_pool(w, m), m->buf);
 		return;
 	}
 	m->origin = c;
@@ -215,16 +273,37 @@ static void dp_recv(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
 			drain_fail(w, c, -EPROTO);
 			return;
 		}
-		if (pc_unlikely(++c->recv_credited > c->granted)) {
-			pc_set_error(-EPROTO, "%s port %u qp 0x%x: peer sent beyond its %u credits; closing",
-				     w->dev->name, w->dev->port, c->qpn, c->window);
+		if (pc_unlikely(c->recv_credited >= c->granted)) {
+			pc_set_error(-EPROTO, "%s port %u qp 0x%x: peer sent beyond its credits (%llu granted); closing",
+				     w->dev->name, w->dev->port, c->qpn,
+				     (unsigned long long)c->granted);
+			/*
+			 * It took a posted buffer nobody was promised: its credit is not
+			 * counted used, and the buffer goes straight back to the SRQ.
+			 */
 			dp_msg_release(w, m);
 			drain_fail(w, c, -EPROTO);
+			dp_refill_srq(w, false);
 			return;
 		}
 		/* drain_begin() already took back every credit of a closing conn */
-		if (pc_likely(c->state < CONN_DRAINING))
+		if (pc_likely(c->state < CONN_DRAINING)) {
+			uint32_t o = conn_outstanding(c);
+
+			w->floor_deficit += credit_short(o - 1, p->min_window) -
+					    credit_short(o, p->min_window);
 			w->credits_out--;
+			credits_publish(w);
+			/* a credit used earns one more: its window grows with use, at once */
+			if (c->allow < c->window) {
+				c->allow++;
+				if (c->state == CONN_UP) {
+					c->grant_pending++;
+					dp_mark_dirty(w, c);
+				}
+			}
+		}
+		c->recv_credited++;
 		m->pub.len = len - HDR;
 		m->pub.type = h.type;
 		m->pub.req_id = h.req_id;
@@ -250,6 +329,9 @@ static void sq_done(void *arg, void *vctx, bool failed)
 	struct wr_ctx *ctx = vctx;
 	struct pc_op *op;
 
+	/* the drain marker's CQE is reserved per connection, not taken from the send room */
+	if (ctx->kind != WR_MARKER)
+		ra->w->sq_wrs--;
 	switch (ctx->kind) {
 	case WR_MSG:
 		dp_msg_release(ra->w, pc_container_of(ctx, struct msg, ctx));
@@ -330,15 +412,34 @@ static inline uint64_t credits_avail(struct conn *c)
 	return c->peer_grant_seen - c->sent_credited;
 }
 
-/* Moves releasable credits into the grant, bounded by what the SRQ holds. */
+static inline uint32_t credits_room(const struct pc_worker *w)
+{
+	return w->srq_outstanding > w->credits_out ? w->srq_outstanding - w->credits_out : 0;
+}
+
+/*
+ * Brings @c's credits up to its share of the SRQ (credit_target()) or what
+ * it has earned (c->allow), whichever is less, within
+ * the room the SRQ has and the floors of the others (credit_grant()).
+ * Whatever it still wants stays in grant_pending: the conn is looked at
+ * again next turn.
+ */
 static inline void credits_grant(struct pc_worker *w, struct conn *c)
 {
-	uint32_t room = w->srq_outstanding > w->credits_out ? w->srq_outstanding - w->credits_out : 0;
-	uint32_t g = PC_MIN(c->grant_pending, room);
+	const struct pc_engine_params *p = w->p;
+	uint32_t o = conn_outstanding(c);
+	uint32_t target = PC_MIN(credit_target(p->srq_depth, w->ncredited, c->window), c->allow);
+	uint32_t g;
 
+	/* buffers back in the pool count only once posted: post them before giving up */
+	if (credits_room(w) < target - PC_MIN(o, target) && w->srq_outstanding < p->srq_depth)
+		dp_refill_srq(w, false);
+	g = credit_grant(o, target, p->min_window, credits_room(w), w->floor_deficit);
+	w->floor_deficit -= credit_short(o, p->min_window) - credit_short(o + g, p->min_window);
 	c->granted += g;
-	c->grant_pending -= g;
 	w->credits_out += g;
+	c->grant_pending = target - PC_MIN(o + g, target);
+	credits_publish(w);
 }
 
 /* --- building and posting chains -------------------------------------------------------- */
@@ -472,6 +573,7 @@ static void post_chain(struct pc_worker *w, struct conn *c)
 		if (sq_push(&c->sq, ctx, i + 1 == ch->n, ctx->kind == WR_OP))
 			ch->wr[i].send_flags |= IBV_SEND_SIGNALED;
 	}
+	w->sq_wrs += ch->n;
 	ret = dp_post(w, c, ch->wr, &bad);
 	STAT_ADD(w->st.doorbells, 1);
 	if (pc_likely(!ret)) {
@@ -490,7 +592,8 @@ static void post_chain(struct pc_worker *w, struct conn *c)
 static void flush_conn(struct pc_worker *w, struct conn *c)
 {
 	struct wr_chain *ch = &w->chain;
-	uint32_t space = sq_space(&c->sq);
+	/* within its send queue, and within the room the CQ has for send completions */
+	uint32_t space = PC_MIN(sq_space(&c->sq), cq_send_room(&w->lim, w->cq_conns, w->sq_wrs));
 	bool stalled = false;
 
 	chain_reset(ch);
@@ -501,6 +604,8 @@ static void flush_conn(struct pc_worker *w, struct conn *c)
 			add_credit(w, c);
 			space--;
 		}
+	} else if (c->rq_posted + c->held < PC_MIN(CREDIT_RAW_RQ_DEPTH, w->p->raw_bufs)) {
+		dp_refill_rq(w, c);
 	}
 	while (c->bl_head && ch->n < space) {
 		struct wr_ctx *ctx = c->bl_head;
@@ -634,7 +739,8 @@ void dp_refill_srq(struct pc_worker *w, bool arm)
 		m = &w->rx_msgs[b->index];
 		m->in_sq = 0;
 		m->in_srq = 1;
-		w->rsge[n] = (struct ibv_sge){ (uintptr_t)b->addr, b->cap, b->lkey };
+		/* exactly what is accepted: a longer message fails its receive (LOC_LEN_ERR) */
+		w->rsge[n] = (struct ibv_sge){ (uintptr_t)b->addr, HDR + p->msg_size, b->lkey };
 		w->rwr[n] = (struct ibv_recv_wr){ .wr_id = (uintptr_t)&m->ctx,
 						  .next = &w->rwr[n + 1],
 						  .sg_list = &w->rsge[n],
@@ -678,4 +784,52 @@ void dp_refill_srq(struct pc_worker *w, bool arm)
 		atomic_store_explicit(&w->srq_limit, 0, memory_order_relaxed);
 	}
 	__atomic_store_n(&w->st.srq_outstanding, w->srq_outstanding, __ATOMIC_RELAXED);
+}
+
+/*
+ * Tops up a raw peer's own receive queue: its buffers posted or held by the
+ * application never exceed its depth, whatever it sends, and come from the
+ * raw pool, never from the SRQ's.
+ */
+void dp_refill_rq(struct pc_worker *w, struct conn *c)
+{
+	uint32_t depth = PC_MIN(CREDIT_RAW_RQ_DEPTH, w->p->raw_bufs), n = 0, i, k;
+	struct ibv_recv_wr *bad = NULL;
+	int ret;
+
+	while (c->rq_posted + c->held + n < depth) {
+		struct pc_buf *b = pc_pool_get(w->raw);
+		struct msg *m;
+
+		if (!b)
+			break;
+		m = &w->raw_msgs[b->index];
+		m->in_sq = 0;
+		m->in_rq = 1;
+		m->ctx.conn = c;
+		w->rsge[n] = (struct ibv_sge){ (uintptr_t)b->addr, w->p->msg_size, b->lkey };
+		w->rwr[n] = (struct ibv_recv_wr){ .wr_id = (uintptr_t)&m->ctx,
+						  .next = &w->rwr[n + 1],
+						  .sg_list = &w->rsge[n],
+						  .num_sge = 1 };
+		n++;
+	}
+	if (!n)
+		return;
+	w->rwr[n - 1].next = NULL;
+	ret = ibv_post_recv(c->qp, w->rwr, &bad);
+	i = n;
+	if (pc_unlikely(ret)) {
+		i = bad ? (uint32_t)(bad - w->rwr) : 0;
+		pc_warn("%s port %u qp 0x%x: ibv_post_recv of %u failed at %u: %s", w->dev->name,
+			w->dev->port, c->qpn, n, i, strerror(abs(pc_neg_errno(ret))));
+		for (k = i; k < n; k++) {
+			struct msg *m = pc_container_of((struct wr_ctx *)(uintptr_t)w->rwr[k].wr_id,
+							struct msg, ctx);
+
+			m->in_rq = 0;
+			pc_pool_put(w->raw, m->buf);
+		}
+	}
+	c->rq_posted += i;
 }

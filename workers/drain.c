@@ -71,9 +71,9 @@ void drain_begin(struct pc_worker *w, struct conn *c)
 	if (ret)
 		pc_debug("%s qp 0x%x: to ERR: %s", w->dev->name, c->qpn, pc_last_error());
 	backlog_cancel(w, c);
-	/* the peer can no longer use what we granted */
-	w->credits_out -= (uint32_t)(c->granted - c->recv_credited);
-	c->grant_pending = 0;
+	/* the peer can no longer use what we granted (clamped: it may have overrun) */
+	if (!c->raw)
+		dp_credited_leave(w, c);
 
 	/* the marker has its own reserved slot (sq_space() keeps one back) */
 	sq_push(&c->sq, &c->marker_ctx, true, true);
@@ -103,6 +103,9 @@ static bool drain_done(struct pc_worker *w, struct conn *c, uint64_t now)
 {
 	const char *rule;
 
+	/* a raw peer's own receive queue flushes every buffer back first */
+	if (c->rq_posted && now < c->drain_deadline_ns)
+		return false;
 	if (!c->marker_done) {
 		if (now < c->drain_deadline_ns)
 			return false;
@@ -139,6 +142,11 @@ void drain_poll(struct pc_worker *w)
 		}
 		*pp = c->drain_next;
 		conn_set_state(c, CONN_DRAINED);
+		/* no more completions for it: its marker's CQE is free again */
+		w->cq_conns--;
+		if (c->rq_posted)
+			pc_warn("%s qp 0x%x: %u receives never flushed; their buffers are lost",
+				w->dev->name, c->qpn, c->rq_posted);
 		if (c->was_up && p->on_conn)
 			p->on_conn((struct pc_conn *)c, PC_CONN_DOWN, p->arg);
 		STAT_ADD(w->st.conns, (uint32_t)-1);

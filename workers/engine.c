@@ -41,26 +41,33 @@ static int params_normalise(struct pc_engine_params *p)
 	DEFAULT(msg_size, 4096);
 	DEFAULT(rx_bufs, 1024);
 	DEFAULT(tx_bufs, 1024);
-	DEFAULT(srq_depth, p->rx_bufs);
+	if (p->raw_bufs >= p->rx_bufs)
+		return pc_set_error(-EINVAL, "raw_bufs %u leaves no receive buffer of %u for the SRQ",
+				    p->raw_bufs, p->rx_bufs);
+	DEFAULT(srq_depth, p->rx_bufs - p->raw_bufs);
 	DEFAULT(srq_watermark, p->srq_depth / 4 ? p->srq_depth / 4 : 1);
 	DEFAULT(sq_depth, 256);
 	DEFAULT(signal_every, 16);
 	DEFAULT(poll_batch, 32);
 	DEFAULT(window, 64);
+	DEFAULT(min_window, 1);
 	DEFAULT(ring_size, 1024);
-	DEFAULT(max_conns_per_worker, 64);
+	DEFAULT(max_conns_per_worker, 1024);
 	DEFAULT(idle_spins, 1000);
 	p->sq_depth = (uint32_t)pc_align_pow2(p->sq_depth);
 	p->ring_size = (uint32_t)pc_align_pow2(p->ring_size);
-	if (p->srq_depth > p->rx_bufs)
-		return pc_set_error(-EINVAL, "srq_depth %u exceeds rx_bufs %u", p->srq_depth,
-				    p->rx_bufs);
+	if ((uint64_t)p->srq_depth + p->raw_bufs > p->rx_bufs)
+		return pc_set_error(-EINVAL, "srq_depth %u and raw_bufs %u exceed rx_bufs %u",
+				    p->srq_depth, p->raw_bufs, p->rx_bufs);
 	if (p->srq_watermark > p->srq_depth)
 		return pc_set_error(-EINVAL, "srq_watermark %u exceeds srq_depth %u",
 				    p->srq_watermark, p->srq_depth);
 	if (p->window > p->srq_depth)
 		return pc_set_error(-EINVAL, "window %u exceeds srq_depth %u: a single peer "
 				    "could not be given its credits", p->window, p->srq_depth);
+	if (p->min_window > p->window)
+		return pc_set_error(-EINVAL, "min_window %u exceeds window %u", p->min_window,
+				    p->window);
 	if (p->signal_every > p->sq_depth / 2)
 		p->signal_every = p->sq_depth / 2;
 	if (p->handoff == PC_HANDOFF_HANDLER && !p->on_msg)

@@ -92,6 +92,12 @@ int worker_create_qp(struct pc_worker *w, struct conn *c, struct rdma_cm_id *id)
 	};
 	int ret;
 
+	/* a raw peer (no credits) receives into its own queue, never the SRQ */
+	if (c->raw) {
+		attr.srq = NULL;
+		attr.cap.max_recv_wr = PC_MIN(CREDIT_RAW_RQ_DEPTH, p->raw_bufs);
+		attr.cap.max_recv_sge = 1;
+	}
 	if (w->wr_ex) {
 		attr.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 		attr.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE |

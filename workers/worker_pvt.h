@@ -39,6 +39,7 @@
 #include <pollcore/verbs.h>
 
 #include "conn.h"
+#include "credit.h"
 #include "verbs_pvt.h"
 
 /* the wire's message types are the public ones */
@@ -47,7 +48,7 @@ static_assert((int)PC_MSG_ONEWAY == WIRE_ONEWAY && (int)PC_MSG_REQUEST == WIRE_R
 
 /* --- messages -------------------------------------------------------------- */
 
-enum msg_pool { POOL_RX = 0, POOL_TX };
+enum msg_pool { POOL_RX = 0, POOL_TX, POOL_RAW };
 
 struct msg {
 	struct pc_msg pub;
@@ -58,6 +59,7 @@ struct msg {
 	uint8_t pool;		/* enum msg_pool */
 	uint8_t in_sq;		/* posted on a send queue */
 	uint8_t in_srq;		/* posted on the SRQ */
+	uint8_t in_rq;		/* posted on a raw peer's own receive queue (ctx.conn) */
 };
 
 static inline struct msg *msg_of(struct pc_msg *m)
@@ -111,10 +113,15 @@ struct pc_worker {
 	struct pc_dev *dev;
 	struct ibv_cq *cq;
 	struct ibv_srq *srq;
-	struct pc_pool *rx, *tx;
-	struct msg *rx_msgs, *tx_msgs;
+	struct pc_pool *rx, *tx, *raw;
+	struct msg *rx_msgs, *tx_msgs, *raw_msgs;
 	uint32_t srq_outstanding;
 	uint32_t credits_out;	/* sum over conns of credits the peers may still use */
+	uint32_t ncredited;	/* credited conns attached and not closing: they share srq_depth */
+	uint32_t floor_deficit;	/* sum of credit_short() over them (core/credit.h) */
+	uint32_t cq_conns;	/* conns attached, not drained: a drain marker's CQE each */
+	uint32_t sq_wrs;	/* send WRs posted, not completed (markers excluded) */
+	struct credit_limits lim;	/* set up before ready; read-only after (control reads it) */
 	struct conn *dirty;
 	struct conn *draining;
 	struct conn *cache[256];	/* qpn -> conn, direct-mapped, worker-owned */
@@ -145,6 +152,7 @@ struct pc_worker {
 	atomic_int srq_limit;	/* set by the control thread on SRQ_LIMIT_REACHED */
 	atomic_int stop;
 	atomic_uint nconns;	/* attached, not retired: least-loaded choice */
+	struct credit_load adm;	/* control thread only: what admission counted in, not retired */
 
 	/* setup, and what the worker was given */
 	pthread_t thread;
@@ -176,7 +184,7 @@ static_assert(offsetof(struct pc_worker, sleeping) % PC_CACHELINE == 0,
 	X(srq_posted) X(srq_doorbells) X(srq_limit_events) X(rx_msgs) X(tx_msgs) \
 	X(handoff_full) X(credit_stalls) X(sleeps) X(sleep_ns) X(wakeups_cq) \
 	X(wakeups_submit) X(wc_errors) X(stray_completions) X(conns) X(rx_held) \
-	X(srq_outstanding)
+	X(srq_outstanding) X(credits_out) X(window)
 
 /* The worker running on this thread, if any (for pc_send() routing). */
 extern __thread struct pc_worker *self_worker;
@@ -199,6 +207,9 @@ void dp_sq_complete(struct pc_worker *w, struct conn *c, struct wr_ctx *ctx, int
 void dp_flush(struct pc_worker *w);
 int dp_post(struct pc_worker *w, struct conn *c, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 void dp_refill_srq(struct pc_worker *w, bool arm);
+void dp_refill_rq(struct pc_worker *w, struct conn *c);
+void dp_credited_join(struct pc_worker *w, struct conn *c);
+void dp_credited_leave(struct pc_worker *w, struct conn *c);
 void dp_submit(struct pc_worker *w, struct wr_ctx *ctx);
 void dp_deliver_overflow(struct pc_worker *w);
 void dp_topup_txfree(struct pc_worker *w);

@@ -160,15 +160,38 @@ struct pc_device_params {
  * @msg_size: largest payload, default 4096.
  * @rx_bufs: receive buffers per worker, default 1024.
  * @tx_bufs: send buffers per worker, default 1024.
- * @srq_depth: SRQ size; default rx_bufs.
+ * @srq_depth: SRQ size, and the worker's credit budget: the credits it has
+ *             granted and not seen used, over all its connections, never
+ *             exceed the buffers posted there; default rx_bufs - raw_bufs.
  * @srq_watermark: SRQ refill threshold and srq_limit; default srq_depth / 4.
  * @sq_depth: send queue depth per QP, default 256.
  * @signal_every: signal every Nth send WR (and the last of each chain), default 16.
  * @poll_batch: ibv_poll_cq batch, default 32.
- * @window: receive credits granted to each peer (messages in flight per
- *          connection, requests included), default 64.
+ * @window: the most receive credits one peer may hold (messages in flight
+ *          per connection and direction, requests included), default 64.
+ *          Connections of a worker share its srq_depth: each may hold
+ *          min(@window, srq_depth / connections), so windows shrink as
+ *          connections join and grow back as they leave; within that, a
+ *          connection starts at @min_window and earns one credit per credit
+ *          it uses (an idle peer holds only its floor).
+ * @min_window: credits every connection is guaranteed, default 1 (at most
+ *              @window). A connection that would leave a worker unable to
+ *              give each of its connections this many is refused
+ *              (rdma_reject with the reason; pc_connect() fails with
+ *              ECONNREFUSED and says why).
+ * @raw_bufs: receive buffers per worker set aside for raw peers (no
+ *            pollcore private data, e.g. rdmacm-utils), default 0: raw peers
+ *            are refused. Each raw peer gets its own receive queue of
+ *            min(16, @raw_bufs) of them, apart from the SRQ, so a raw peer
+ *            that floods meets RNR on its own queue and never takes the
+ *            buffers promised to credited peers. @raw_bufs / 16 raw peers
+ *            at a time per worker; srq_depth + @raw_bufs <= rx_bufs.
  * @ring_size: handoff and submission ring capacity (power of two), default 1024.
- * @max_conns_per_worker: default 64; an accept beyond it is rejected.
+ * @max_conns_per_worker: default 1024; an accept beyond it is rejected.
+ *                        The worker's CQ must also hold a completion for
+ *                        every WR that can be outstanding: a connection is
+ *                        refused when it would not (send WRs in flight
+ *                        share what receives and drain markers leave).
  * @idle: PC_IDLE_BUSY (default) or PC_IDLE_HYBRID.
  * @idle_spins: empty turns before sleeping (hybrid), default 1000.
  * @no_numa: do not bind workers or allocate NUMA-local memory (then no
@@ -200,6 +223,8 @@ struct pc_engine_params {
 	uint32_t signal_every;
 	uint32_t poll_batch;
 	uint32_t window;
+	uint32_t min_window;
+	uint32_t raw_bufs;
 	uint32_t ring_size;
 	uint32_t max_conns_per_worker;
 	enum pc_idle idle;
@@ -242,9 +267,12 @@ PC_API void pc_engine_destroy(struct pc_engine *e);
  * @port: TCP-style port number.
  *
  * Accepted connections go to the least-loaded worker of the device the
- * request arrived on. Raw peers (no pollcore private data, e.g.
- * rdmacm-utils' rdma_client) are accepted too: their messages carry no
- * header and no credits.
+ * request arrived on, if it can admit them (max_conns_per_worker,
+ * min_window, its CQ); otherwise they are rejected with the reason in the
+ * reject and in the log. Raw peers (no pollcore private data, e.g.
+ * rdmacm-utils' rdma_client) are accepted only when raw_bufs is set: their
+ * messages carry no header and no credits, and they receive into their own
+ * queue of at most 16 buffers.
  *
  * Return: 0 or a negative errno.
  */
@@ -268,7 +296,10 @@ PC_API uint16_t pc_listen_port(struct pc_engine *e);
  * @user: stored in the connection (pc_conn_user()).
  *
  * Return: the connection (PC_CONN_UP has been delivered), or NULL with
- * errno set (ETIMEDOUT, ECONNREFUSED, EHOSTUNREACH, ...).
+ * errno set (ETIMEDOUT, ECONNREFUSED, EHOSTUNREACH, ...). A pollcore server
+ * that refuses the connection says why, in pc_last_error(); so does this
+ * engine when its own worker cannot admit it (EBUSY). A server that sends
+ * no pollcore private data is refused (EPROTO).
  */
 PC_API struct pc_conn *pc_connect(struct pc_engine *e, const char *addr, uint16_t port, int worker,
 				  int timeout_ms, void *user);
@@ -469,6 +500,8 @@ struct pc_worker_stats {
 	uint32_t rx_held;	/* receive buffers held by the application */
 	uint32_t tx_held;	/* send buffers allocated and not yet sent */
 	uint32_t srq_outstanding;	/* receive buffers posted on the SRQ now */
+	uint32_t credits_out;	/* credits granted to peers, not yet used (<= srq_outstanding) */
+	uint32_t window;	/* what each credited connection may hold now: its share of the SRQ */
 };
 
 /**
