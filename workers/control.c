@@ -162,7 +162,7 @@ static void on_connect_request(struct pc_engine *e, struct rdma_cm_event *ev)
 		rdma_destroy_id(id);
 		return;
 	}
-	c = calloc(1, sizeof(*c));
+	c = conn_alloc();
 	if (!c) {
 		rdma_reject(id, NULL, 0);
 		rdma_destroy_id(id);
@@ -436,7 +436,7 @@ static void *ctl_main(void *arg)
 		for (i = 0; i < e->ndevs; i++)
 			pfd[2 + i] = (struct pollfd){ .fd = e->devs[i]->ctx->async_fd,
 						      .events = POLLIN };
-		rcu_thread_offline();
+		qsbr_offline();
 		poll(pfd, e->ndevs + 2, 100);
 		rcu_thread_online();
 
@@ -465,11 +465,11 @@ static void *ctl_main(void *arg)
 		ctl_requests(e);
 		if (e->connecting)
 			connect_deadlines(e);
-		rcu_quiescent_state();
+		qsbr_quiescent();
 	}
 	/* conns freed with call_rcu must be gone before the engine is */
 	rcu_barrier();
-	rcu_unregister_thread();
+	qsbr_unregister();
 	free(pfd);
 	return NULL;
 }
@@ -582,7 +582,7 @@ struct pc_conn *pc_connect(struct pc_engine *e, const char *addr, uint16_t port,
 		errno = -ret;
 		return NULL;
 	}
-	c = calloc(1, sizeof(*c));
+	c = conn_alloc();
 	if (!c) {
 		rdma_freeaddrinfo(res);
 		return NULL;

@@ -71,7 +71,6 @@ struct msg *dp_tx_alloc(struct pc_worker *w)
 	m->pub.user = NULL;
 	m->pub.conn = NULL;
 	m->origin = NULL;
-	m->in_sq = 0;
 	return m;
 }
 
@@ -79,13 +78,14 @@ void dp_msg_release(struct pc_worker *w, struct msg *m)
 {
 	struct conn *c = m->origin;
 
-	m->in_sq = 0;
+	m->origin = NULL;
 	if (m->pool == POOL_TX) {
 		pc_pool_put(w->tx, m->buf);
+		if (c)
+			conn_put(w, c);
 		return;
 	}
 	pc_pool_put(w->rx, m->buf);
-	m->origin = NULL;
 	if (!c)
 		return;
 	STAT_ADD(c->held, (uint32_t)-1);
@@ -171,6 +171,20 @@ void dp_topup_txfree(struct pc_worker *w)
 
 /* --- receives ------------------------------------------------------------------ */
 
+/* Takes @req_id out of @c's requests in flight; false (error set) if it was not there. */
+static bool response_matches(struct pc_worker *w, struct conn *c, uint64_t req_id)
+{
+	if (pc_unlikely(!reqset_del(&c->reqs, req_id))) {
+		pc_set_error(-EPROTO,
+			     "%s port %u qp 0x%x: response to request id %llu, which awaits none; closing",
+			     w->dev->name, w->dev->port, c->qpn, (unsigned long long)req_id);
+		return false;
+	}
+	STAT_ADD(c->inflight_req, (uint32_t)-1);
+	STAT_ADD(c->req_answered, 1);
+	return true;
+}
+
 static void dp_recv(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
 {
 	const struct pc_engine_params *p = w->p;
@@ -228,8 +242,11 @@ static void dp_recv(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
 		m->pub.len = len - HDR;
 		m->pub.type = h.type;
 		m->pub.req_id = h.req_id;
-		if (h.type == PC_MSG_RESPONSE && c->inflight_req)
-			STAT_ADD(c->inflight_req, (uint32_t)-1);
+		if (h.type == PC_MSG_RESPONSE && pc_unlikely(!response_matches(w, c, h.req_id))) {
+			dp_msg_release(w, m);
+			drain_fail(w, c, -EPROTO);
+			return;
+		}
 	}
 	STAT_ADD(c->msgs_recv, 1);
 	STAT_ADD(c->bytes_recv, m->pub.len);
@@ -277,39 +294,74 @@ static const char *ctx_what(const struct wr_ctx *ctx)
 	}
 }
 
-void dp_sq_complete(struct pc_worker *w, struct conn *c, struct wr_ctx *ctx, int err)
+/* Retires @c's send-queue slots up to @t (sq_find()). */
+static void sq_complete_at(struct pc_worker *w, struct conn *c, uint32_t t, int err)
 {
 	struct retire_arg ra = { w, err };
 
-	if (!sq_retire(&c->sq, ctx, err != 0, sq_done, &ra))
-		STAT_ADD(w->st.stray_completions, 1);
+	sq_retire_to(&c->sq, t, err != 0, sq_done, &ra);
 	if (c->bl_head && c->state == CONN_UP)
 		dp_mark_dirty(w, c);
+}
+
+void dp_sq_complete(struct pc_worker *w, struct conn *c, struct wr_ctx *ctx, int err)
+{
+	uint32_t t = sq_find(&c->sq, ctx, err != 0);
+
+	if (t == c->sq.head)
+		STAT_ADD(w->st.stray_completions, 1);
+	else
+		sq_complete_at(w, c, t, err);
+}
+
+/*
+ * The rx message a receive's wr_id names (its rctx), or NULL for any other
+ * WR: decided by the address alone, which is immutable per WR, so a late
+ * send flush for a buffer that is back on the SRQ is never taken for a
+ * receive, and no memory is read to decide.
+ */
+static inline struct msg *recv_of(const struct pc_worker *w, uint64_t wr_id)
+{
+	uintptr_t off = (uintptr_t)wr_id - (uintptr_t)w->rx_msgs;
+
+	if (off >= (uintptr_t)w->p->rx_bufs * sizeof(struct msg) ||
+	    off % sizeof(struct msg) != offsetof(struct msg, rctx))
+		return NULL;
+	return &w->rx_msgs[off / sizeof(struct msg)];
 }
 
 void dp_handle_wc(struct pc_worker *w, struct ibv_wc *wc)
 {
 	struct wr_ctx *ctx = (struct wr_ctx *)(uintptr_t)wc->wr_id;
+	struct msg *rm = recv_of(w, wc->wr_id);
 	struct conn *c;
+	uint32_t t;
 	int err = 0;
 
-	if (ctx->kind == WR_MSG) {
-		struct msg *m = pc_container_of(ctx, struct msg, ctx);
-
-		if (!m->in_sq) {
-			dp_recv(w, wc, m);
-			return;
-		}
+	if (rm) {
+		dp_recv(w, wc, rm);
+		return;
 	}
-	c = ctx->conn;
+	/*
+	 * A send-queue WR: find it in its QP's queue before touching it. One
+	 * that matches nothing (flushed after its queue was abandoned) may name
+	 * a buffer reused since, or an operation the application freed: it is
+	 * counted and left alone.
+	 */
+	c = dp_conn_of_qpn(w, wc->qp_num);
+	if (pc_unlikely(!c) ||
+	    pc_unlikely((t = sq_find(&c->sq, ctx, wc->status != IBV_WC_SUCCESS)) == c->sq.head)) {
+		STAT_ADD(w->st.stray_completions, 1);
+		return;
+	}
 	if (pc_unlikely(wc->status != IBV_WC_SUCCESS)) {
 		err = pc_wc_error(w->dev, wc, ctx_what(ctx));
-		if (wc->status != IBV_WC_WR_FLUSH_ERR) {
+		if (wc->status != IBV_WC_WR_FLUSH_ERR)
 			STAT_ADD(w->st.wc_errors, 1);
-			drain_fail(w, c, err);
-		}
 	}
-	dp_sq_complete(w, c, ctx, err);
+	sq_complete_at(w, c, t, err);
+	if (pc_unlikely(err) && wc->status != IBV_WC_WR_FLUSH_ERR)
+		drain_fail(w, c, err);
 }
 
 /* --- credits ----------------------------------------------------------------------- */
@@ -360,7 +412,6 @@ static pc_always_inline void add_send(struct pc_worker *w, struct conn *c, struc
 	wr->send_flags = bytes <= c->max_inline ? IBV_SEND_INLINE : 0;
 	wr->wr_id = (uintptr_t)&m->ctx;
 	m->ctx.conn = c;
-	m->in_sq = 1;
 	STAT_ADD(c->msgs_sent, 1);
 	STAT_ADD(c->bytes_sent, m->pub.len);
 }
@@ -577,8 +628,16 @@ int dp_send(struct pc_worker *w, struct msg *m)
 		dp_msg_release(w, m);
 		return -ENOTCONN;
 	}
-	if (m->pub.type == PC_MSG_REQUEST)
+	if (m->pub.type == PC_MSG_REQUEST && !c->raw) {
+		/* pc_call() keeps the window, so this fails only for an id used twice */
+		if (pc_unlikely(!reqset_add(&c->reqs, m->pub.req_id))) {
+			pc_warn("%s qp 0x%x: request id %llu already in flight; message released",
+				w->dev->name, c->qpn, (unsigned long long)m->pub.req_id);
+			dp_msg_release(w, m);
+			return -EINVAL;
+		}
 		STAT_ADD(c->inflight_req, 1);
+	}
 	backlog_add(c, &m->ctx);
 	if (c->state == CONN_UP)
 		dp_mark_dirty(w, c);
@@ -601,6 +660,10 @@ int dp_rdma(struct pc_worker *w, struct pc_op *op)
 
 void dp_submit(struct pc_worker *w, struct wr_ctx *ctx)
 {
+	/* read first: the action may hand @ctx back to the application */
+	struct conn *ref = ctx->ref ? ctx->conn : NULL;
+
+	ctx->ref = 0;
 	switch (ctx->action) {
 	case ACT_SEND:
 		dp_send(w, pc_container_of(ctx, struct msg, ctx));
@@ -614,6 +677,9 @@ void dp_submit(struct pc_worker *w, struct wr_ctx *ctx)
 	default:
 		pc_err("%s: bad submission action %u", w->name, ctx->action);
 	}
+	/* the entry's reference, once the conn is no longer needed for it */
+	if (ref)
+		conn_put(w, ref);
 }
 
 /* --- SRQ ------------------------------------------------------------------------------------ */
@@ -632,10 +698,9 @@ void dp_refill_srq(struct pc_worker *w, bool arm)
 		if (!b)
 			break;
 		m = &w->rx_msgs[b->index];
-		m->in_sq = 0;
 		m->in_srq = 1;
 		w->rsge[n] = (struct ibv_sge){ (uintptr_t)b->addr, b->cap, b->lkey };
-		w->rwr[n] = (struct ibv_recv_wr){ .wr_id = (uintptr_t)&m->ctx,
+		w->rwr[n] = (struct ibv_recv_wr){ .wr_id = (uintptr_t)&m->rctx,
 						  .next = &w->rwr[n + 1],
 						  .sg_list = &w->rsge[n],
 						  .num_sge = 1 };
@@ -652,8 +717,8 @@ void dp_refill_srq(struct pc_worker *w, bool arm)
 			for (uint32_t k = i; k < n; k++) {
 				struct wr_ctx *ctx = (struct wr_ctx *)(uintptr_t)w->rwr[k].wr_id;
 
-				pc_container_of(ctx, struct msg, ctx)->in_srq = 0;
-				pc_pool_put(w->rx, pc_container_of(ctx, struct msg, ctx)->buf);
+				pc_container_of(ctx, struct msg, rctx)->in_srq = 0;
+				pc_pool_put(w->rx, pc_container_of(ctx, struct msg, rctx)->buf);
 			}
 		}
 		w->srq_outstanding += i;

@@ -150,7 +150,8 @@ void drain_maybe_retire(struct pc_worker *w, struct conn *c)
 {
 	struct conn **slot = &w->cache[c->qpn & (PC_ARRAY_SIZE(w->cache) - 1)];
 
-	if (c->state != CONN_DRAINED || c->held)
+	/* after DOWN, and once nothing the application holds names it (engine.h) */
+	if (c->state != CONN_DRAINED || c->held || conn_refs(c))
 		return;
 	if (*slot == c)
 		*slot = NULL;

@@ -99,7 +99,7 @@ int worker_create_qp(struct pc_worker *w, struct conn *c, struct rdma_cm_id *id)
 	}
 	c->sq.slot = calloc(p->sq_depth, sizeof(*c->sq.slot));
 	c->credit_word = aligned_alloc(PC_CACHELINE, PC_CACHELINE);
-	if (!c->sq.slot || !c->credit_word)
+	if (!c->sq.slot || !c->credit_word || reqset_init(&c->reqs, p->window))
 		return -ENOMEM;
 	memset((void *)c->credit_word, 0, PC_CACHELINE);
 	/* the peer may write exactly these 16 bytes: its grant and our outgoing copy */

@@ -42,6 +42,7 @@ static void msgs_init(struct pc_worker *w, struct msg *msgs, struct pc_pool *poo
 		msgs[i].w = w;
 		msgs[i].pool = (uint8_t)which;
 		msgs[i].ctx.kind = WR_MSG;
+		msgs[i].rctx.kind = WR_RECV;
 	}
 }
 
@@ -321,7 +322,7 @@ static void worker_sleep(struct pc_worker *w)
 		return;
 	}
 	t0 = now_ns();
-	rcu_thread_offline();
+	qsbr_offline();
 	n = poll(pfd, 2, 100); /* bounded: stats stay fresh, timers run */
 	rcu_thread_online();
 	atomic_store(&w->sleeping, 0);
@@ -422,9 +423,9 @@ static void *worker_main(void *arg)
 			worker_sleep(w);
 		}
 		/* 7. quiescent state: conns retired before now may be freed */
-		rcu_quiescent_state();
+		qsbr_quiescent();
 	}
-	rcu_unregister_thread();
+	qsbr_unregister();
 	/* resources go in worker_destroy(), once no QP uses the CQ and SRQ */
 	return NULL;
 }

@@ -49,15 +49,25 @@ static_assert((int)PC_MSG_ONEWAY == WIRE_ONEWAY && (int)PC_MSG_REQUEST == WIRE_R
 
 enum msg_pool { POOL_RX = 0, POOL_TX };
 
+/*
+ * A buffer is posted with one of two contexts, each of an immutable kind:
+ * ctx for a send of it, rctx (rx pool only) for a receive into it. A
+ * completion tells which by its wr_id alone (dp_handle_wc()).
+ */
 struct msg {
 	struct pc_msg pub;
-	struct wr_ctx ctx;
+	struct wr_ctx ctx;	/* WR_MSG: sends; backlog and ring links */
+	struct wr_ctx rctx;	/* WR_RECV: receives from the SRQ */
 	struct pc_buf *buf;
-	struct conn *origin;	/* rx: connection it arrived on (credit owner) */
+	/*
+	 * The connection this buffer keeps alive: rx, the one it arrived on
+	 * (credit owner; counted in held); tx, the one pc_msg_alloc() bound it
+	 * to (counted in refs). NULL when in the pool or the worker's stock.
+	 */
+	struct conn *origin;
 	struct pc_worker *w;	/* owner of the buffer */
 	uint8_t pool;		/* enum msg_pool */
-	uint8_t in_sq;		/* posted on a send queue */
-	uint8_t in_srq;		/* posted on the SRQ */
+	uint8_t in_srq;		/* posted on the SRQ (teardown reclaims it) */
 };
 
 static inline struct msg *msg_of(struct pc_msg *m)
@@ -215,5 +225,13 @@ void drain_begin(struct pc_worker *w, struct conn *c);
 void drain_poll(struct pc_worker *w);
 void drain_fail(struct pc_worker *w, struct conn *c, int err);
 void drain_maybe_retire(struct pc_worker *w, struct conn *c);
+
+/* Gives back one reference on @c (engine.h's lifetime rule); owning worker. */
+static inline void conn_put(struct pc_worker *w, struct conn *c)
+{
+	c->refs_w--;
+	if (pc_unlikely(c->state == CONN_DRAINED))
+		drain_maybe_retire(w, c);
+}
 
 #endif /* PC_WORKER_PVT_H */

@@ -34,6 +34,29 @@
  * pc_msg_release(). Buffers the application keeps show in the stats as
  * held; nothing is dropped silently.
  *
+ * Lifetime of a connection (struct pc_conn):
+ *  - The handle is valid from PC_CONN_UP (pc_connect() returns after it)
+ *    until on_conn(PC_CONN_DOWN) returns. Every call that names it
+ *    (pc_msg_alloc, pc_rdma, pc_close, pc_conn_info, pc_conn_user,
+ *    pc_conn_set_user, pc_mem_reg) must happen before that return. An
+ *    application calling from its own threads makes sure of it, for
+ *    example with a lock that its on_conn(DOWN) takes too, under which it
+ *    forgets the handle.
+ *  - Messages keep their connection alive: a received message, and a send
+ *    buffer from pc_msg_alloc(), stay valid, msg->conn included, until
+ *    given back, before or after DOWN. After DOWN, pc_send(), pc_call()
+ *    and pc_reply() on them return -ENOTCONN and release them;
+ *    pc_msg_release() works as before.
+ *  - So does whatever pollcore accepted: a submission still in a worker's
+ *    ring, a message in the backlog or on the wire, an operation until its
+ *    done() returned. The worker frees a connection only after DOWN, once
+ *    all of these and all its messages came back, so no call this rule
+ *    allows can meet a freed connection.
+ *  - Cost: pc_msg_alloc() and pc_rdma() from a thread other than the owning
+ *    worker, and a pc_send() to a connection other than the message's own,
+ *    add one relaxed atomic increment, on a cache line of the connection
+ *    that only application threads write. Nothing else on the hot path.
+ *
  * Every function returns 0 or a negative errno (constructors: NULL with
  * errno set); pc_last_error() on the calling thread explains failures,
  * naming device, port, GID index, QP number and ibv_wc_status_str() where
@@ -181,7 +204,10 @@ struct pc_device_params {
  * @choose_worker: accepting side: return the index of the worker that
  *                 should own a new connection on @device (a worker of that
  *                 device), or -1 for the least-loaded one. Control thread.
- * @on_conn: connection up/down, on the owning worker.
+ * @on_conn: connection up/down, on the owning worker. Once DOWN returns the
+ *           handle must not be named again (see "Lifetime" above); DOWN
+ *           follows every UP, and no callback comes for a connection that
+ *           never was UP.
  * @on_msg: handler mode: a message arrived, on the owning worker.
  * @arg: passed to the callbacks.
  */
@@ -275,7 +301,8 @@ PC_API struct pc_conn *pc_connect(struct pc_engine *e, const char *addr, uint16_
 
 /**
  * pc_close - start closing a connection (disconnect, drain, free).
- * @conn: connection; no messages may be sent on it afterwards.
+ * @conn: a live connection (on_conn(DOWN) has not returned); no messages
+ *        may be sent on it afterwards.
  *
  * PC_CONN_DOWN follows on its worker once drained. Idempotent.
  *
@@ -285,10 +312,14 @@ PC_API int pc_close(struct pc_conn *conn);
 
 /**
  * pc_msg_alloc - a send buffer for @conn.
- * @conn: connection.
+ * @conn: a live connection (on_conn(DOWN) has not returned).
+ *
+ * The buffer keeps @conn allocated until it is given back (sent or
+ * released), even past DOWN.
  *
  * Return: a message with len 0 and cap msg_size, or NULL with errno ENOBUFS
- * (backpressure: send buffers are all in flight or held) or ENOTCONN.
+ * (backpressure: send buffers are all in flight or held) or ENOTCONN (the
+ * connection is closing).
  */
 PC_API struct pc_msg *pc_msg_alloc(struct pc_conn *conn);
 
@@ -299,10 +330,14 @@ PC_API struct pc_msg *pc_msg_alloc(struct pc_conn *conn);
  * Never dropped: without send-queue slots or credits it waits in the
  * connection's backlog.
  *
+ * Any time while the message is yours, also after its connection's DOWN
+ * (the message keeps msg->conn allocated).
+ *
  * Return: 0; -ENOBUFS when the submission ring is full (any thread but the
  * owning worker; the message is still yours, retry); -ENOTCONN when the
- * connection is closing (the message is released); -EMSGSIZE when len > cap
- * or more than the peer accepts (the message is still yours).
+ * connection is closing or closed (the message is released); -EMSGSIZE
+ * when len > cap or more than the peer accepts (the message is still
+ * yours).
  */
 PC_API int pc_send(struct pc_msg *msg);
 
