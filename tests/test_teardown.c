@@ -27,7 +27,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "pc_test.h"
@@ -37,14 +36,6 @@
 #define APPS 4
 #define OPS 4		/* one-sided operations each app thread may have in flight */
 #define MAGIC 0x7ea2d0u
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static uint32_t rnd(uint32_t *s)
 {
@@ -181,8 +172,12 @@ static void fill(struct pc_msg *m, uint32_t v)
 	m->len = sizeof(w);
 }
 
-/* One call naming a connection, under the lock, as the rule asks. */
-static void app_use(struct app *a, struct pc_conn *c, struct pc_msg **kept)
+/*
+ * One call naming a connection, under the lock, as the rule asks. Nothing
+ * here waits for the worker: it may itself be waiting for this lock in
+ * on_conn(DOWN). A message that must be given back later goes to @back.
+ */
+static void app_use(struct app *a, struct pc_conn *c, struct pc_msg **kept, struct pc_msg **back)
 {
 	uint32_t r = rnd(&a->seed);
 	struct pc_msg *m;
@@ -232,15 +227,21 @@ static void app_use(struct app *a, struct pc_conn *c, struct pc_msg **kept)
 	/* -ENOTCONN released it; otherwise it is still ours */
 	if (ret != -ENOTCONN) {
 		ck_assert_msg(ret == -ENOBUFS || ret == -EAGAIN, "send: %d", ret);
-		while (pc_msg_release(m) == -ENOBUFS)
-			usleep(10);
+		*back = m;
 	}
+}
+
+/* Gives @m back, retrying while the ring is full; never under the lock. */
+static void give_back(struct pc_msg *m)
+{
+	while (pc_msg_release(m) == -ENOBUFS)
+		usleep(10);
 }
 
 static void *app_main(void *arg)
 {
 	struct app *a = arg;
-	struct pc_msg *kept = NULL, *msgs[16];
+	struct pc_msg *kept = NULL, *back, *msgs[16];
 	unsigned int n, i;
 	int ret;
 
@@ -248,11 +249,14 @@ static void *app_main(void *arg)
 	while (!atomic_load(&stop)) {
 		struct pc_conn *c;
 
+		back = NULL;
 		pthread_mutex_lock(&cli_side.lock);
 		c = cli_side.conn[rnd(&a->seed) % SLOTS];	/* the client uses the first SLOTS */
 		if (c)
-			app_use(a, c, &kept);
+			app_use(a, c, &kept, &back);
 		pthread_mutex_unlock(&cli_side.lock);
+		if (back)
+			give_back(back);
 
 		/* a held message keeps its connection: usable without the lock, after DOWN too */
 		if (kept && rnd(&a->seed) % 4 == 0) {
@@ -262,8 +266,7 @@ static void *app_main(void *arg)
 			} else {
 				a->kept_refused++;
 				if (ret != -ENOTCONN)
-					while (pc_msg_release(kept) == -ENOBUFS)
-						usleep(10);
+					give_back(kept);
 			}
 			kept = NULL;
 		}
@@ -274,14 +277,12 @@ static void *app_main(void *arg)
 			memcpy(w, msgs[i]->data, sizeof(w));
 			if (msgs[i]->len != sizeof(w) || w[0] != MAGIC || w[1] >= APPS)
 				a->bad++;
-			while (pc_msg_release(msgs[i]) == -ENOBUFS)
-				usleep(10);
+			give_back(msgs[i]);
 		}
 		a->recv += n;
 	}
 	if (kept)
-		while (pc_msg_release(kept) == -ENOBUFS)
-			usleep(10);
+		give_back(kept);
 	/* the ops still in flight end with their connections */
 	for (i = 0; i < OPS; i++)
 		while (atomic_load(&a->ops[i].busy))
@@ -289,8 +290,7 @@ static void *app_main(void *arg)
 	/* drain what is left for this slot */
 	while ((n = pc_app_poll(a->e, msgs, 16)))
 		for (i = 0; i < n; i++)
-			while (pc_msg_release(msgs[i]) == -ENOBUFS)
-				usleep(10);
+			give_back(msgs[i]);
 	return NULL;
 }
 
@@ -323,9 +323,9 @@ static void *connector_main(void *arg)
 
 static void wait_until(atomic_uint *v, unsigned int want, int seconds, const char *what)
 {
-	uint64_t end = now_ms() + (uint64_t)seconds * 1000;
+	uint64_t end = pc_test_now_ms() + (uint64_t)seconds * 1000;
 
-	while (atomic_load(v) < want && now_ms() < end)
+	while (atomic_load(v) < want && pc_test_now_ms() < end)
 		usleep(1000);
 	ck_assert_msg(atomic_load(v) == want, "%s: %u of %u", what, atomic_load(v), want);
 }
@@ -361,7 +361,7 @@ START_TEST(test_churn_under_app_threads)
 	struct pc_worker_stats ws;
 	struct pc_engine *srv, *cli;
 	struct app apps[APPS];
-	uint64_t t0 = now_ms(), end, sent = 0, recv = 0, ops = 0;
+	uint64_t t0 = pc_test_now_ms(), end, sent = 0, recv = 0, ops = 0;
 	uint32_t seed = 0x9e3779b9;
 
 	memset(&srv_side, 0, sizeof(srv_side));
@@ -416,7 +416,7 @@ START_TEST(test_churn_under_app_threads)
 						    : side_close_one(&cli_side, &seed))) {
 			if (++closes % 100 == 0)
 				printf("%u closes, %u connects, %llu ms\n", closes,
-				       atomic_load(&connects), (unsigned long long)(now_ms() - t0));
+				       atomic_load(&connects), (unsigned long long)(pc_test_now_ms() - t0));
 			usleep(rnd(&seed) % 1000);
 		} else {
 			usleep(500);
@@ -448,8 +448,8 @@ START_TEST(test_churn_under_app_threads)
 	ck_assert_uint_eq(atomic_load(&ops_twice), 0);
 	ck_assert_uint_eq(atomic_load(&cli_side.up), atomic_load(&connects));
 	ck_assert_uint_eq(atomic_load(&srv_side.up), atomic_load(&connects));
-	end = now_ms() + 20000;
-	while ((live_conns(cli) || live_conns(srv)) && now_ms() < end)
+	end = pc_test_now_ms() + 20000;
+	while ((live_conns(cli) || live_conns(srv)) && pc_test_now_ms() < end)
 		usleep(1000);
 	ck_assert_uint_eq(live_conns(cli), 0);
 	ck_assert_uint_eq(live_conns(srv), 0);
@@ -460,7 +460,7 @@ START_TEST(test_churn_under_app_threads)
 	ck_assert_uint_gt(recv, 0);
 	ck_assert_uint_le(recv, sent);
 	printf("%u connections closed (%u connected) in %llu ms: %llu sent, %llu echoed, %llu one-sided\n",
-	       closes, atomic_load(&connects), (unsigned long long)(now_ms() - t0),
+	       closes, atomic_load(&connects), (unsigned long long)(pc_test_now_ms() - t0),
 	       (unsigned long long)sent,
 	       (unsigned long long)recv, (unsigned long long)ops);
 	pc_engine_print_stats(cli, stdout);

@@ -230,6 +230,7 @@ struct conn {
 	bool credit_stalled;
 	struct conn *dirty_next;
 	struct wr_ctx *bl_head, **bl_tail;	/* backlog: msgs and ops, FIFO */
+	struct wr_ctx *early_head, **early_tail; /* received before UP, delivered after it */
 	uint32_t backlog;
 	struct sq sq;
 	/* credits this side may spend: peer's cumulative grant minus sends */
@@ -256,7 +257,7 @@ struct conn {
 	struct wr_ctx credit_ctx;
 	struct wr_ctx marker_ctx;
 	/* stats: written by the worker, sampled by others (CONN_COUNTERS) */
-	uint64_t msgs_sent, msgs_recv, bytes_sent, bytes_recv, credit_stalls, sq_stalls;
+	uint64_t msgs_sent, msgs_recv, bytes_sent, bytes_recv, credit_stalls, sq_stalls, msgs_dropped;
 
 	/* drain */
 	uint64_t drain_deadline_ns;
@@ -319,6 +320,7 @@ static_assert(offsetof(struct conn, refs_app) % PC_CACHELINE == 0,
 /* The conn's fields pc_conn_info() samples, named as there. */
 #define CONN_COUNTERS(X) \
 	X(msgs_sent) X(msgs_recv) X(bytes_sent) X(bytes_recv) X(credit_stalls) X(sq_stalls) \
+	X(msgs_dropped) \
 	X(backlog) X(inflight_req) X(held)
 
 /*

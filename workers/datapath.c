@@ -50,6 +50,13 @@ void dp_mark_dirty(struct pc_worker *w, struct conn *c)
 
 /* --- messages ------------------------------------------------------------------ */
 
+/* Sends that were accepted (0 returned) and will not be delivered: counted, never silent. */
+void dp_count_dropped(struct pc_worker *w, struct conn *c, uint32_t n)
+{
+	STAT_ADD(c->msgs_dropped, n);
+	STAT_ADD(w->st.msgs_dropped, n);
+}
+
 void msg_bind(struct msg *m, struct conn *c)
 {
 	m->pub.conn = (struct pc_conn *)c;
@@ -251,7 +258,50 @@ static void dp_recv(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
 	STAT_ADD(c->msgs_recv, 1);
 	STAT_ADD(c->bytes_recv, m->pub.len);
 	STAT_ADD(w->st.rx_msgs, 1);
+	if (pc_unlikely(c->state == CONN_ATTACHED)) {
+		/*
+		 * A passive side may receive before its UP: held back until
+		 * on_conn(UP) has run, so the application never sees a message
+		 * of a conn that gets no DOWN (one that never comes up).
+		 */
+		m->ctx.next = NULL;
+		*(c->early_head ? c->early_tail : &c->early_head) = &m->ctx;
+		c->early_tail = &m->ctx.next;
+		return;
+	}
+	if (pc_unlikely(c->state == CONN_DRAINING && !c->was_up)) {
+		dp_msg_release(w, m);
+		return;
+	}
 	deliver(w, p, c, m);
+}
+
+/* After on_conn(UP): the messages that arrived before it, in order. */
+void dp_deliver_early(struct pc_worker *w, struct conn *c)
+{
+	struct wr_ctx *ctx = c->early_head;
+
+	c->early_head = NULL;
+	while (ctx) {
+		struct wr_ctx *next = ctx->next;
+
+		deliver(w, w->p, c, pc_container_of(ctx, struct msg, ctx));
+		ctx = next;
+	}
+}
+
+/* A conn that never came up: its early messages go back, never seen. */
+void dp_drop_early(struct pc_worker *w, struct conn *c)
+{
+	struct wr_ctx *ctx = c->early_head;
+
+	c->early_head = NULL;
+	while (ctx) {
+		struct wr_ctx *next = ctx->next;
+
+		dp_msg_release(w, pc_container_of(ctx, struct msg, ctx));
+		ctx = next;
+	}
 }
 
 /* --- send-queue completions ------------------------------------------------------ */
@@ -269,6 +319,9 @@ static void sq_done(void *arg, void *vctx, bool failed)
 
 	switch (ctx->kind) {
 	case WR_MSG:
+		/* flushed or failed: not known to have arrived */
+		if (failed)
+			dp_count_dropped(ra->w, ctx->conn, 1);
 		dp_msg_release(ra->w, pc_container_of(ctx, struct msg, ctx));
 		break;
 	case WR_OP:
@@ -644,13 +697,14 @@ int dp_send(struct pc_worker *w, struct msg *m)
 	return 0;
 }
 
+/* Reports through done() only, on either path: pc_rdma() then returns 0. */
 int dp_rdma(struct pc_worker *w, struct pc_op *op)
 {
 	struct conn *c = op_priv(op)->ctx.conn;
 
 	if (pc_unlikely(!conn_accepts(c))) {
 		op->done(op, -ENOTCONN);
-		return -ENOTCONN;
+		return 0;
 	}
 	backlog_add(c, &op_priv(op)->ctx);
 	if (c->state == CONN_UP)
@@ -661,12 +715,14 @@ int dp_rdma(struct pc_worker *w, struct pc_op *op)
 void dp_submit(struct pc_worker *w, struct wr_ctx *ctx)
 {
 	/* read first: the action may hand @ctx back to the application */
-	struct conn *ref = ctx->ref ? ctx->conn : NULL;
+	struct conn *c = ctx->conn, *ref = ctx->ref ? c : NULL;
 
 	ctx->ref = 0;
 	switch (ctx->action) {
 	case ACT_SEND:
-		dp_send(w, pc_container_of(ctx, struct msg, ctx));
+		/* pc_send() returned 0 for it already: a refusal now is a drop */
+		if (dp_send(w, pc_container_of(ctx, struct msg, ctx)))
+			dp_count_dropped(w, c, 1);
 		break;
 	case ACT_RELEASE:
 		dp_msg_release(w, pc_container_of(ctx, struct msg, ctx));
@@ -689,7 +745,7 @@ void dp_refill_srq(struct pc_worker *w, bool arm)
 	const struct pc_engine_params *p = w->p;
 	uint32_t want = p->srq_depth - w->srq_outstanding, n = 0, i;
 	struct ibv_recv_wr *bad = NULL;
-	int ret, ev;
+	int ret;
 
 	while (n < want) {
 		struct pc_buf *b = pc_pool_get(w->rx);
@@ -726,21 +782,25 @@ void dp_refill_srq(struct pc_worker *w, bool arm)
 		STAT_ADD(w->st.srq_doorbells, 1);
 	}
 
-	/* IBV_EVENT_SRQ_LIMIT_REACHED: count it once, re-arm once refilled */
-	ev = atomic_load_explicit(&w->srq_limit, memory_order_relaxed);
-	if (ev == 1) {
+	/*
+	 * IBV_EVENT_SRQ_LIMIT_REACHED: taken with an exchange, so an event the
+	 * control thread flags after a re-arm is never overwritten; counted
+	 * once, re-armed once refilled.
+	 */
+	if (atomic_load_explicit(&w->srq_limit, memory_order_relaxed) &&
+	    atomic_exchange_explicit(&w->srq_limit, 0, memory_order_relaxed)) {
 		STAT_ADD(w->st.srq_limit_events, 1);
-		atomic_store_explicit(&w->srq_limit, 2, memory_order_relaxed);
+		w->srq_rearm = true;
 		pc_debug("%s: SRQ limit reached (%u posted); refilling", w->name, w->srq_outstanding);
 	}
-	if ((arm || ev) && w->srq_outstanding >= p->srq_watermark) {
+	if ((arm || w->srq_rearm) && w->srq_outstanding >= p->srq_watermark) {
 		struct ibv_srq_attr a = { .srq_limit = PC_MAX(p->srq_watermark / 2, 1u) };
 
 		ret = ibv_modify_srq(w->srq, &a, IBV_SRQ_LIMIT);
 		if (ret)
 			pc_warn("%s: %s: ibv_modify_srq(srq_limit %u): %s", w->name, w->dev->name,
 				a.srq_limit, strerror(abs(pc_neg_errno(ret))));
-		atomic_store_explicit(&w->srq_limit, 0, memory_order_relaxed);
+		w->srq_rearm = false;
 	}
 	__atomic_store_n(&w->st.srq_outstanding, w->srq_outstanding, __ATOMIC_RELAXED);
 }

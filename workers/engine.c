@@ -253,6 +253,8 @@ struct pc_engine *pc_engine_create(const struct pc_engine_params *params)
 			goto err;
 		e->nworkers++;
 	}
+	/* its workers' SRQs and its conns may now be named by async events */
+	control_publish(e);
 	/* read during this call only (engine.h): never dereferenced later */
 	e->p.devices = NULL;
 	e->p.device_params = NULL;
@@ -497,6 +499,11 @@ static int msg_submit(struct pc_msg *pm, uint8_t type)
 	/* a received buffer may be sent on: its payload offset follows the conn */
 	if (pc_unlikely(pm->data != (char *)m->buf->addr + (c->raw ? 0 : WIRE_HDR_LEN)))
 		return pc_set_error(-EINVAL, "message data pointer was moved");
+	/* closing or closed, maybe past DOWN (the message keeps @c allocated) */
+	if (pc_unlikely(__atomic_load_n(&c->state, __ATOMIC_RELAXED) >= CONN_DRAINING)) {
+		ret = pc_msg_release(pm);
+		return ret ? ret : -ENOTCONN;
+	}
 	pm->type = type;
 	m->ctx.conn = c;
 	m->ctx.action = ACT_SEND;

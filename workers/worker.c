@@ -257,6 +257,8 @@ unsigned int worker_apply_ctl(struct pc_worker *w)
 			conn_set_state(c, CONN_UP);
 			if (p->on_conn)
 				p->on_conn((struct pc_conn *)c, PC_CONN_UP, p->arg);
+			if (c->early_head)
+				dp_deliver_early(w, c);
 			if (r)
 				conn_connect_answer(r, 0);
 			if (c->bl_head || c->grant_pending)
@@ -362,8 +364,14 @@ static unsigned int worker_turn(struct pc_worker *w, const struct pc_engine_para
 			dp_handle_wc(w, &w->wc[i]);
 		STAT_ADD(w->st.completions, (uint64_t)n);
 	} else {
-		if (pc_unlikely(n < 0))
-			pc_err("%s: ibv_poll_cq failed (%d)", w->name, n);
+		if (pc_unlikely(n < 0)) {
+			/* counted every time, said once: it would repeat on every turn */
+			STAT_ADD(w->st.poll_errors, 1);
+			if (!w->poll_failed)
+				pc_err("%s: %s: ibv_poll_cq failed (%d); counted in poll_errors, not logged again",
+				       w->name, w->dev->name, n);
+			w->poll_failed = true;
+		}
 		STAT_ADD(w->st.empty_polls, 1);
 		n = 0;
 	}

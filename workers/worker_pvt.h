@@ -138,6 +138,8 @@ struct pc_worker {
 	uint32_t empty_turns;
 	uint32_t cq_unacked;
 	bool wr_ex;		/* post with ibv_wr_* (ibv_qp_ex) */
+	bool srq_rearm;		/* SRQ limit fired: re-arm it once refilled */
+	bool poll_failed;	/* ibv_poll_cq failed before: logged once */
 	bool hybrid;		/* PC_IDLE_HYBRID: submitters may have to wake us */
 
 	/* submissions: app threads -> worker */
@@ -152,7 +154,7 @@ struct pc_worker {
 
 	/* written by other threads: away from the worker's hot line */
 	atomic_int sleeping pc_cache_aligned;
-	atomic_int srq_limit;	/* set by the control thread on SRQ_LIMIT_REACHED */
+	atomic_int srq_limit;	/* set by the control thread on SRQ_LIMIT_REACHED, taken by exchange */
 	atomic_int stop;
 	atomic_uint nconns;	/* attached, not retired: least-loaded choice */
 
@@ -185,8 +187,8 @@ static_assert(offsetof(struct pc_worker, sleeping) % PC_CACHELINE == 0,
 	X(loops) X(polls) X(empty_polls) X(completions) X(wrs_posted) X(doorbells) \
 	X(srq_posted) X(srq_doorbells) X(srq_limit_events) X(rx_msgs) X(tx_msgs) \
 	X(handoff_full) X(credit_stalls) X(sleeps) X(sleep_ns) X(wakeups_cq) \
-	X(wakeups_submit) X(wc_errors) X(stray_completions) X(conns) X(rx_held) \
-	X(srq_outstanding)
+	X(wakeups_submit) X(wc_errors) X(stray_completions) X(poll_errors) X(msgs_dropped) \
+	X(conns) X(rx_held) X(srq_outstanding)
 
 /* The worker running on this thread, if any (for pc_send() routing). */
 extern __thread struct pc_worker *self_worker;
@@ -217,6 +219,9 @@ int dp_send(struct pc_worker *w, struct msg *m);
 int dp_rdma(struct pc_worker *w, struct pc_op *op);
 struct msg *dp_tx_alloc(struct pc_worker *w);
 void dp_mark_dirty(struct pc_worker *w, struct conn *c);
+void dp_count_dropped(struct pc_worker *w, struct conn *c, uint32_t n);
+void dp_deliver_early(struct pc_worker *w, struct conn *c);
+void dp_drop_early(struct pc_worker *w, struct conn *c);
 struct conn *dp_conn_of_qpn(struct pc_worker *w, uint32_t qpn);
 void msg_bind(struct msg *m, struct conn *c);
 

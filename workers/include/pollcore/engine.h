@@ -208,7 +208,9 @@ struct pc_device_params {
  *           handle must not be named again (see "Lifetime" above); DOWN
  *           follows every UP, and no callback comes for a connection that
  *           never was UP.
- * @on_msg: handler mode: a message arrived, on the owning worker.
+ * @on_msg: handler mode: a message arrived, on the owning worker; never
+ *          before on_conn(UP) of its connection (messages that arrive
+ *          earlier are held back until then).
  * @arg: passed to the callbacks.
  */
 struct pc_engine_params {
@@ -306,6 +308,15 @@ PC_API struct pc_conn *pc_connect(struct pc_engine *e, const char *addr, uint16_
  *
  * PC_CONN_DOWN follows on its worker once drained. Idempotent.
  *
+ * Messages that pc_send() accepted (returned 0) and that have not reached
+ * the peer when the queue pair goes to ERR (waiting for credits or
+ * send-queue slots, still in the submission ring, or flushed from the send
+ * queue) are dropped, and each is counted: msgs_dropped in pc_conn_info()
+ * (readable in on_conn(DOWN)) and in pc_worker_stats, and in the log line
+ * that reports the close. The same holds when the peer or an error closes
+ * the connection. Applications that need every message through wait for
+ * their answers before closing.
+ *
  * Return: 0 or a negative errno.
  */
 PC_API int pc_close(struct pc_conn *conn);
@@ -327,8 +338,9 @@ PC_API struct pc_msg *pc_msg_alloc(struct pc_conn *conn);
  * pc_send - send @msg (one-way); ownership passes to pollcore.
  * @msg: from pc_msg_alloc(), or a received message to send back.
  *
- * Never dropped: without send-queue slots or credits it waits in the
- * connection's backlog.
+ * Never dropped while the connection lives: without send-queue slots or
+ * credits it waits in the connection's backlog. When the connection closes
+ * first, it is dropped and counted (msgs_dropped; see pc_close()).
  *
  * Any time while the message is yours, also after its connection's DOWN
  * (the message keeps msg->conn allocated).
@@ -348,7 +360,10 @@ PC_API int pc_send(struct pc_msg *msg);
  * @req_id: filled with the request id.
  *
  * Request ids increase by one per call on a connection; a refused call
- * gives its id back (unless another thread called meanwhile).
+ * gives its id back (unless another thread called meanwhile). At most
+ * window requests are in flight, exactly. A response whose req_id is not
+ * in flight on its connection is a protocol error: the connection closes
+ * (-EPROTO, the reason logged), the response is not delivered.
  *
  * Return: as pc_send(); -EAGAIN when the connection's request window is
  * full (the message is still yours).
@@ -376,7 +391,12 @@ PC_API int pc_msg_release(struct pc_msg *msg);
  * @conn: connection (RDMA READ needs the peer to allow it).
  * @op: operation; must stay valid until op->done is called.
  *
- * Return: 0, -ENOBUFS (ring full, retry), -ENOTCONN, -EINVAL.
+ * Every outcome is reported once: when 0 is returned, through op->done
+ * (-ENOTCONN there when the connection is closing, -ECANCELED when it
+ * closed first, also when called on the owning worker, then possibly
+ * before pc_rdma() returns); otherwise op->done is never called.
+ *
+ * Return: 0, -ENOBUFS (ring full, retry), -EINVAL.
  */
 PC_API int pc_rdma(struct pc_conn *conn, struct pc_op *op);
 
@@ -461,6 +481,7 @@ struct pc_conn_info {
 	uint64_t bytes_recv;
 	uint64_t credit_stalls;	/* sends that waited for credits */
 	uint64_t sq_stalls;	/* sends that waited for send-queue slots */
+	uint64_t msgs_dropped;	/* sends accepted (0 returned) that the close dropped */
 	uint32_t backlog;	/* messages waiting now */
 	uint32_t inflight_req;	/* requests awaiting a response */
 	uint32_t held;		/* buffers of this connection held by the app */
@@ -499,7 +520,9 @@ struct pc_worker_stats {
 	uint64_t wakeups_cq;	/* woken by a completion event */
 	uint64_t wakeups_submit;/* woken by the eventfd */
 	uint64_t wc_errors;	/* failed completions, flushes of closing QPs excluded */
-	uint64_t stray_completions;	/* completions for a QP no longer known */
+	uint64_t stray_completions;	/* completions for a QP no longer known, or for WRs already retired */
+	uint64_t poll_errors;	/* ibv_poll_cq failures (logged once) */
+	uint64_t msgs_dropped;	/* accepted sends not delivered: their conn closed first */
 	uint32_t conns;
 	uint32_t rx_held;	/* receive buffers held by the application */
 	uint32_t tx_held;	/* send buffers allocated and not yet sent */
