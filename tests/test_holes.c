@@ -5,9 +5,13 @@
  *  - on_msg never runs before on_conn(UP) (a passive side may receive first);
  *  - pc_rdma() on a closing connection, on the owning worker, reports once;
  *  - a response to a request that is not in flight closes its connection;
- *  - sends accepted and then dropped by a close are counted, never silent.
+ *  - sends accepted and then dropped by a close are counted, never silent;
+ *  - an async event on the application's own SRQ, on the device context the
+ *    engines share, is left alone (its srq_context is not a worker).
  */
 #include <pollcore/engine.h>
+
+#include <rdma/rdma_cma.h>
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -22,6 +26,7 @@ static atomic_uint srv_up, srv_down, srv_msgs, srv_early, cli_down, cli_msgs;
 static atomic_int srv_delay_us;
 static atomic_bool srv_bad_req_id;	/* answer requests with an id nobody asked for */
 static atomic_bool srv_rdma_on_down;	/* call pc_rdma() from on_conn(DOWN) */
+static atomic_bool srv_echo;		/* send one-way messages back */
 static atomic_uint rdma_done_calls, rdma_nonzero_returns;
 static atomic_int rdma_done_status;
 static atomic_ullong cli_dropped;
@@ -38,6 +43,7 @@ static void reset(void)
 	atomic_store(&srv_delay_us, 0);
 	atomic_store(&srv_bad_req_id, false);
 	atomic_store(&srv_rdma_on_down, false);
+	atomic_store(&srv_echo, false);
 	atomic_store(&rdma_done_calls, 0);
 	atomic_store(&rdma_nonzero_returns, 0);
 	atomic_store(&rdma_done_status, 0);
@@ -87,7 +93,7 @@ static void srv_on_msg(struct pc_msg *m, void *arg)
 			m->req_id += 1000;
 		rc = pc_reply(m);
 	} else {
-		rc = pc_msg_release(m);
+		rc = atomic_load(&srv_echo) ? pc_send(m) : pc_msg_release(m);
 	}
 	ck_assert_msg(rc == 0 || rc == -ENOTCONN, "server: %d", rc);
 }
@@ -286,6 +292,129 @@ START_TEST(test_close_counts_dropped)
 }
 END_TEST
 
+/* --- the application's own verbs objects on the shared device context ---------------- */
+
+static void cm_expect(struct rdma_event_channel *ch, enum rdma_cm_event_type want)
+{
+	struct rdma_cm_event *ev;
+	enum rdma_cm_event_type got;
+
+	ck_assert_int_eq(rdma_get_cm_event(ch, &ev), 0);
+	got = ev->event;
+	rdma_ack_cm_event(ev);
+	ck_assert_msg(got == want, "rdma_cm: %s, expected %s", rdma_event_str(got),
+		      rdma_event_str(want));
+}
+
+static void poll_n(struct ibv_cq *cq, int n)
+{
+	uint64_t end = pc_test_now_ms() + 20000;
+	struct ibv_wc wc;
+	int got = 0, k;
+
+	while (got < n && pc_test_now_ms() < end) {
+		k = ibv_poll_cq(cq, 1, &wc);
+		ck_assert_int_ge(k, 0);
+		if (k)
+			ck_assert_msg(wc.status == IBV_WC_SUCCESS, "%s", ibv_wc_status_str(wc.status));
+		got += k;
+	}
+	ck_assert_int_eq(got, n);
+}
+
+/*
+ * The application connects its own RC QP, on its own SRQ, to the server as
+ * a raw peer (rdma_cm: the same device context as the engines'), arms the
+ * SRQ's limit and lets two echoes consume it: IBV_EVENT_SRQ_LIMIT_REACHED
+ * on that context is read by an engine's control thread. The SRQ's context
+ * is the application's zeroed buffer, which must stay untouched.
+ */
+START_TEST(test_foreign_srq_event_ignored)
+{
+	enum { CANARY = 1 << 16, BUF = 256 };
+	struct rdma_addrinfo hints = { .ai_port_space = RDMA_PS_TCP }, *res;
+	struct rdma_conn_param param = { .responder_resources = 1, .initiator_depth = 1,
+					 .retry_count = 7, .rnr_retry_count = 7 };
+	struct ibv_srq_attr limit = { .srq_limit = 3 };
+	struct pc_worker_stats ws;
+	struct pc_engine *srv, *cli;
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *id;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_srq *srq;
+	struct ibv_mr *mr;
+	struct ibv_qp_init_attr qa;
+	uint8_t *canary = calloc(1, CANARY), *buf = calloc(8, BUF);
+	char port[8];
+	unsigned int i;
+
+	pair(&srv, &cli);
+	atomic_store(&srv_echo, true);
+	snprintf(port, sizeof(port), "%u", pc_listen_port(srv));
+	ck_assert_int_eq(rdma_getaddrinfo(pc_test_addr(), port, &hints, &res), 0);
+	ch = rdma_create_event_channel();
+	ck_assert_ptr_nonnull(ch);
+	ck_assert_int_eq(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
+	ck_assert_int_eq(rdma_resolve_addr(id, NULL, res->ai_dst_addr, 5000), 0);
+	cm_expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED);
+	ck_assert_int_eq(rdma_resolve_route(id, 5000), 0);
+	cm_expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+
+	pd = ibv_alloc_pd(id->verbs);
+	cq = ibv_create_cq(id->verbs, 16, NULL, NULL, 0);
+	srq = ibv_create_srq(pd, &(struct ibv_srq_init_attr){
+		.srq_context = canary, .attr = { .max_wr = 16, .max_sge = 1 } });
+	mr = ibv_reg_mr(pd, buf, 8 * BUF, IBV_ACCESS_LOCAL_WRITE);
+	ck_assert(pd && cq && srq && mr);
+	for (i = 0; i < 4; i++) {
+		struct ibv_sge sge = { (uintptr_t)(buf + i * BUF), BUF, mr->lkey };
+		struct ibv_recv_wr wr = { .wr_id = i, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+		ck_assert_int_eq(ibv_post_srq_recv(srq, &wr, &bad), 0);
+	}
+	qa = (struct ibv_qp_init_attr){ .send_cq = cq, .recv_cq = cq, .srq = srq,
+					.cap = { .max_send_wr = 8, .max_send_sge = 1 },
+					.qp_type = IBV_QPT_RC };
+	ck_assert_int_eq(rdma_create_qp(id, pd, &qa), 0);
+	/* no private data: a raw peer */
+	ck_assert_int_eq(rdma_connect(id, &param), 0);
+	cm_expect(ch, RDMA_CM_EVENT_ESTABLISHED);
+	ck_assert_int_eq(ibv_modify_srq(srq, &limit, IBV_SRQ_LIMIT), 0);
+
+	/* two sends, two echoes: the SRQ falls below its limit */
+	for (i = 0; i < 2; i++) {
+		struct ibv_sge sge = { (uintptr_t)(buf + (4 + i) * BUF), 64, mr->lkey };
+		struct ibv_send_wr wr = { .wr_id = 100 + i, .sg_list = &sge, .num_sge = 1,
+					  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED },
+				   *bad;
+
+		ck_assert_int_eq(ibv_post_send(id->qp, &wr, &bad), 0);
+	}
+	poll_n(cq, 4);
+	/* time for a control thread to read the event */
+	sleep(2);
+	for (i = 0; i < CANARY; i++)
+		ck_assert_msg(!canary[i], "the application's srq_context was written at offset %u", i);
+	ck_assert_int_eq(pc_engine_stats(srv, 0, &ws), 0);
+	ck_assert_uint_eq(ws.srq_limit_events, 0);
+
+	rdma_disconnect(id);
+	rdma_destroy_qp(id);
+	ibv_destroy_srq(srq);
+	ibv_dereg_mr(mr);
+	ibv_destroy_cq(cq);
+	ibv_dealloc_pd(pd);
+	rdma_destroy_id(id);
+	rdma_destroy_event_channel(ch);
+	rdma_freeaddrinfo(res);
+	free(buf);
+	free(canary);
+	pc_engine_destroy(cli);
+	pc_engine_destroy(srv);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("holes");
@@ -303,5 +432,6 @@ int main(void)
 	ADD(rdma_on_closed_reports_once);
 	ADD(unknown_response_closes);
 	ADD(close_counts_dropped);
+	ADD(foreign_srq_event_ignored);
 	return pc_test_run(s);
 }

@@ -492,7 +492,8 @@ struct pc_conn_info {
  * @conn: connection.
  * @info: filled in (counters are relaxed snapshots).
  *
- * Any thread while the connection is up.
+ * Any thread while the handle is valid, i.e. until on_conn(DOWN) returns
+ * (in DOWN itself too: the final counts, msgs_dropped included).
  */
 PC_API void pc_conn_info(const struct pc_conn *conn, struct pc_conn_info *info);
 
