@@ -181,12 +181,16 @@ static void worker_reclaim(struct pc_worker *w)
 
 		while (ch->txfree && pc_ring_spsc_dequeue_burst(ch->txfree, &obj, 1))
 			dp_msg_release(w, obj);
-		while (ch->to_app && pc_ring_spsc_dequeue_burst(ch->to_app, &obj, 1))
+		/* their conns were freed before the workers are destroyed: forget them */
+		while (ch->to_app && pc_ring_spsc_dequeue_burst(ch->to_app, &obj, 1)) {
+			msg_of(obj)->origin = NULL;
 			dp_msg_release(w, msg_of(obj));
+		}
 		while (ch->ovf_head) {
 			struct msg *m = pc_container_of(ch->ovf_head, struct msg, ctx);
 
 			ch->ovf_head = m->ctx.next;
+			m->origin = NULL;
 			dp_msg_release(w, m);
 		}
 	}
