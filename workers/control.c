@@ -224,7 +224,7 @@ static void on_connect_request(struct pc_engine *e, struct rdma_cm_event *ev)
 	w = ret < 0 ? NULL : pick_worker(e, id->verbs, e->p.choose_worker ?
 					 e->p.choose_worker(dev, e->nworkers, e->p.arg) : -1,
 					 ret == 0);
-	c = w ? calloc(1, sizeof(*c)) : NULL;
+	c = w ? conn_alloc() : NULL;
 	if (!c) {
 		if (w)
 			pc_set_error(-ENOMEM, "%s: out of memory for a connection", dev);
@@ -382,19 +382,85 @@ static void on_cm_event(struct pc_engine *e, struct rdma_cm_event *ev)
 
 /* --- async events -------------------------------------------------------------------- */
 
-static void on_async_event(struct pc_engine *e, struct pc_dev *d, struct ibv_async_event *ev)
+/*
+ * Device contexts are shared by every engine and by the application in the
+ * process, and any of their control threads may read an event. An event's
+ * QP or SRQ is acted on only when a listed engine's table or worker has it;
+ * its context pointer, which may be the application's, is never trusted.
+ * The list's lock is held while the event is handled, so no engine leaves
+ * meanwhile (control_stop()).
+ */
+static pthread_mutex_t engines_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct pc_engine *engines;
+
+/* The engine is complete: its workers' SRQs and its conns may be looked up. */
+void control_publish(struct pc_engine *e)
+{
+	pthread_mutex_lock(&engines_lock);
+	e->next_engine = engines;
+	engines = e;
+	e->listed = true;
+	pthread_mutex_unlock(&engines_lock);
+}
+
+static void control_unpublish(struct pc_engine *e)
+{
+	struct pc_engine **pp;
+
+	pthread_mutex_lock(&engines_lock);
+	for (pp = &engines; *pp; pp = &(*pp)->next_engine)
+		if (*pp == e) {
+			*pp = e->next_engine;
+			break;
+		}
+	e->listed = false;
+	pthread_mutex_unlock(&engines_lock);
+}
+
+static struct conn *own_conn(struct ibv_qp *qp)
+{
+	struct pc_engine *e;
+
+	for (e = engines; e; e = e->next_engine) {
+		/* RCU read side: the control thread is online while it handles events */
+		struct conn *c = conn_lookup(e->conns, qp->qp_num);
+
+		if (c && c->qp == qp)
+			return c;
+	}
+	return NULL;
+}
+
+static struct pc_worker *own_worker(struct ibv_srq *srq)
+{
+	struct pc_engine *e;
+	unsigned int i;
+
+	for (e = engines; e; e = e->next_engine)
+		for (i = 0; i < e->nworkers; i++)
+			if (e->workers[i].srq == srq)
+				return &e->workers[i];
+	return NULL;
+}
+
+/* With engines_lock held. */
+static void on_async_event(struct pc_dev *d, struct ibv_async_event *ev)
 {
 	struct pc_worker *w;
 	struct conn *c;
 
 	switch (ev->event_type) {
 	case IBV_EVENT_SRQ_LIMIT_REACHED:
-		w = ev->element.srq->srq_context;
+		w = own_worker(ev->element.srq);
+		if (!w)
+			goto foreign;
 		atomic_store(&w->srq_limit, 1);
 		worker_wake(w);
 		break;
 	case IBV_EVENT_QP_LAST_WQE_REACHED:
-		c = ev->element.qp->qp_context;
+		c = own_conn(ev->element.qp);
+		if (!c)
+			goto foreign;
 		/* release: pairs with the acquire in drain_done() */
 		atomic_store_explicit(&c->last_wqe, true, memory_order_release);
 		worker_wake(c->w);
@@ -403,12 +469,12 @@ static void on_async_event(struct pc_engine *e, struct pc_dev *d, struct ibv_asy
 	case IBV_EVENT_QP_REQ_ERR:
 	case IBV_EVENT_QP_ACCESS_ERR:
 	case IBV_EVENT_PATH_MIG_ERR:
-		c = ev->element.qp->qp_context;
+		c = own_conn(ev->element.qp);
+		if (!c)
+			goto foreign;
 		pc_err("%s port %u qp 0x%x: %s; closing the connection", d->name, d->port,
 		       ev->element.qp->qp_num, ibv_event_type_str(ev->event_type));
-		/* may belong to another engine sharing the device: ask, don't act */
-		if (c)
-			conn_request_close(c, &c->e->inbox);
+		conn_request_close(c, &c->e->inbox);
 		break;
 	case IBV_EVENT_SRQ_ERR:
 	case IBV_EVENT_CQ_ERR:
@@ -418,7 +484,11 @@ static void on_async_event(struct pc_engine *e, struct pc_dev *d, struct ibv_asy
 	default:
 		pc_debug("%s: async event %s", d->name, ibv_event_type_str(ev->event_type));
 	}
-	(void)e;
+	return;
+foreign:
+	/* another engine's or the application's object: not ours to touch */
+	pc_debug("%s: %s on a QP or SRQ this engine does not own; ignored", d->name,
+		 ibv_event_type_str(ev->event_type));
 }
 
 /* Answers and closes the active conns whose pc_connect() deadline passed. */
@@ -508,7 +578,7 @@ static void *ctl_main(void *arg)
 		for (i = 0; i < e->ndevs; i++)
 			pfd[2 + i] = (struct pollfd){ .fd = e->devs[i]->ctx->async_fd,
 						      .events = POLLIN };
-		rcu_thread_offline();
+		qsbr_offline();
 		poll(pfd, e->ndevs + 2, 100);
 		rcu_thread_online();
 
@@ -530,18 +600,20 @@ static void *ctl_main(void *arg)
 			struct ibv_async_event aev;
 
 			while (ibv_get_async_event(e->devs[i]->ctx, &aev) == 0) {
-				on_async_event(e, e->devs[i], &aev);
+				pthread_mutex_lock(&engines_lock);
+				on_async_event(e->devs[i], &aev);
+				pthread_mutex_unlock(&engines_lock);
 				ibv_ack_async_event(&aev);
 			}
 		}
 		ctl_requests(e);
 		if (e->connecting)
 			connect_deadlines(e);
-		rcu_quiescent_state();
+		qsbr_quiescent();
 	}
 	/* conns freed with call_rcu must be gone before the engine is */
 	rcu_barrier();
-	rcu_unregister_thread();
+	qsbr_unregister();
 	free(pfd);
 	return NULL;
 }
@@ -575,6 +647,8 @@ int control_start(struct pc_engine *e)
 
 void control_stop(struct pc_engine *e)
 {
+	if (e->listed)
+		control_unpublish(e);
 	if (e->ctl_started) {
 		atomic_store(&e->ctl_stop, 1);
 		control_wake(e);
@@ -654,7 +728,7 @@ struct pc_conn *pc_connect(struct pc_engine *e, const char *addr, uint16_t port,
 		errno = -ret;
 		return NULL;
 	}
-	c = calloc(1, sizeof(*c));
+	c = conn_alloc();
 	if (!c) {
 		rdma_freeaddrinfo(res);
 		return NULL;

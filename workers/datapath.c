@@ -52,6 +52,13 @@ void dp_mark_dirty(struct pc_worker *w, struct conn *c)
 
 /* --- messages ------------------------------------------------------------------ */
 
+/* Sends that were accepted (0 returned) and will not be delivered: counted, never silent. */
+void dp_count_dropped(struct pc_worker *w, struct conn *c, uint32_t n)
+{
+	STAT_ADD(c->msgs_dropped, n);
+	STAT_ADD(w->st.msgs_dropped, n);
+}
+
 void msg_bind(struct msg *m, struct conn *c)
 {
 	m->pub.conn = (struct pc_conn *)c;
@@ -119,7 +126,6 @@ struct msg *dp_tx_alloc(struct pc_worker *w)
 	m->pub.user = NULL;
 	m->pub.conn = NULL;
 	m->origin = NULL;
-	m->in_sq = 0;
 	return m;
 }
 
@@ -127,13 +133,14 @@ void dp_msg_release(struct pc_worker *w, struct msg *m)
 {
 	struct conn *c = m->origin;
 
-	m->in_sq = 0;
+	m->origin = NULL;
 	if (m->pool == POOL_TX) {
 		pc_pool_put(w->tx, m->buf);
+		if (c)
+			conn_put(w, c);
 		return;
 	}
 	pc_pool_put(rx_pool(w, m), m->buf);
-	m->origin = NULL;
 	if (!c)
 		return;
 	STAT_ADD(c->held, (uint32_t)-1);
@@ -220,6 +227,20 @@ void dp_topup_txfree(struct pc_worker *w)
 
 /* --- receives ------------------------------------------------------------------ */
 
+/* Takes @req_id out of @c's requests in flight; false (error set) if it was not there. */
+static bool response_matches(struct pc_worker *w, struct conn *c, uint64_t req_id)
+{
+	if (pc_unlikely(!reqset_del(&c->reqs, req_id))) {
+		pc_set_error(-EPROTO,
+			     "%s port %u qp 0x%x: response to request id %llu, which awaits none; closing",
+			     w->dev->name, w->dev->port, c->qpn, (unsigned long long)req_id);
+		return false;
+	}
+	STAT_ADD(c->inflight_req, (uint32_t)-1);
+	STAT_ADD(c->req_answered, 1);
+	return true;
+}
+
 static void dp_recv(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
 {
 	const struct pc_engine_params *p = w->p;
@@ -229,7 +250,7 @@ static void dp_recv(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
 
 	if (pc_unlikely(m->in_rq)) {
 		m->in_rq = 0;
-		m->ctx.conn->rq_posted--;
+		m->rctx.conn->rq_posted--;
 	} else {
 		w->srq_outstanding--;
 		m->in_srq = 0;
@@ -307,13 +328,59 @@ static void dp_recv(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
 		m->pub.len = len - HDR;
 		m->pub.type = h.type;
 		m->pub.req_id = h.req_id;
-		if (h.type == PC_MSG_RESPONSE && c->inflight_req)
-			STAT_ADD(c->inflight_req, (uint32_t)-1);
+		if (h.type == PC_MSG_RESPONSE && pc_unlikely(!response_matches(w, c, h.req_id))) {
+			dp_msg_release(w, m);
+			drain_fail(w, c, -EPROTO);
+			return;
+		}
 	}
 	STAT_ADD(c->msgs_recv, 1);
 	STAT_ADD(c->bytes_recv, m->pub.len);
 	STAT_ADD(w->st.rx_msgs, 1);
+	if (pc_unlikely(c->state == CONN_ATTACHED)) {
+		/*
+		 * A passive side may receive before its UP: held back until
+		 * on_conn(UP) has run, so the application never sees a message
+		 * of a conn that gets no DOWN (one that never comes up).
+		 */
+		m->ctx.next = NULL;
+		*(c->early_head ? c->early_tail : &c->early_head) = &m->ctx;
+		c->early_tail = &m->ctx.next;
+		return;
+	}
+	if (pc_unlikely(c->state == CONN_DRAINING && !c->was_up)) {
+		dp_msg_release(w, m);
+		return;
+	}
 	deliver(w, p, c, m);
+}
+
+/* After on_conn(UP): the messages that arrived before it, in order. */
+void dp_deliver_early(struct pc_worker *w, struct conn *c)
+{
+	struct wr_ctx *ctx = c->early_head;
+
+	c->early_head = NULL;
+	while (ctx) {
+		struct wr_ctx *next = ctx->next;
+
+		deliver(w, w->p, c, pc_container_of(ctx, struct msg, ctx));
+		ctx = next;
+	}
+}
+
+/* A conn that never came up: its early messages go back, never seen. */
+void dp_drop_early(struct pc_worker *w, struct conn *c)
+{
+	struct wr_ctx *ctx = c->early_head;
+
+	c->early_head = NULL;
+	while (ctx) {
+		struct wr_ctx *next = ctx->next;
+
+		dp_msg_release(w, pc_container_of(ctx, struct msg, ctx));
+		ctx = next;
+	}
 }
 
 /* --- send-queue completions ------------------------------------------------------ */
@@ -334,6 +401,9 @@ static void sq_done(void *arg, void *vctx, bool failed)
 		ra->w->sq_wrs--;
 	switch (ctx->kind) {
 	case WR_MSG:
+		/* flushed or failed: not known to have arrived */
+		if (failed)
+			dp_count_dropped(ra->w, ctx->conn, 1);
 		dp_msg_release(ra->w, pc_container_of(ctx, struct msg, ctx));
 		break;
 	case WR_OP:
@@ -359,39 +429,84 @@ static const char *ctx_what(const struct wr_ctx *ctx)
 	}
 }
 
-void dp_sq_complete(struct pc_worker *w, struct conn *c, struct wr_ctx *ctx, int err)
+/* Retires @c's send-queue slots up to @t (sq_find()). */
+static void sq_complete_at(struct pc_worker *w, struct conn *c, uint32_t t, int err)
 {
 	struct retire_arg ra = { w, err };
 
-	if (!sq_retire(&c->sq, ctx, err != 0, sq_done, &ra))
-		STAT_ADD(w->st.stray_completions, 1);
+	sq_retire_to(&c->sq, t, err != 0, sq_done, &ra);
 	if (c->bl_head && c->state == CONN_UP)
 		dp_mark_dirty(w, c);
+}
+
+void dp_sq_complete(struct pc_worker *w, struct conn *c, struct wr_ctx *ctx, int err)
+{
+	uint32_t t = sq_find(&c->sq, ctx, err != 0);
+
+	if (t == c->sq.head)
+		STAT_ADD(w->st.stray_completions, 1);
+	else
+		sq_complete_at(w, c, t, err);
+}
+
+/*
+ * The rx message a receive's wr_id names (its rctx), or NULL for any other
+ * WR: decided by the address alone, which is immutable per WR, so a late
+ * send flush for a buffer that is back on the SRQ is never taken for a
+ * receive, and no memory is read to decide.
+ */
+static inline struct msg *recv_in(struct msg *msgs, uint32_t n, uint64_t wr_id)
+{
+	uintptr_t off = (uintptr_t)wr_id - (uintptr_t)msgs;
+
+	if (off >= (uintptr_t)n * sizeof(struct msg) ||
+	    off % sizeof(struct msg) != offsetof(struct msg, rctx))
+		return NULL;
+	return &msgs[off / sizeof(struct msg)];
+}
+
+static inline struct msg *recv_of(const struct pc_worker *w, uint64_t wr_id)
+{
+	struct msg *m = recv_in(w->rx_msgs, w->p->rx_bufs, wr_id);
+
+	/* raw peers' own receive queues: only when the application set buffers aside */
+	if (pc_unlikely(!m && w->raw_msgs))
+		m = recv_in(w->raw_msgs, w->p->raw_bufs, wr_id);
+	return m;
 }
 
 void dp_handle_wc(struct pc_worker *w, struct ibv_wc *wc)
 {
 	struct wr_ctx *ctx = (struct wr_ctx *)(uintptr_t)wc->wr_id;
+	struct msg *rm = recv_of(w, wc->wr_id);
 	struct conn *c;
+	uint32_t t;
 	int err = 0;
 
-	if (ctx->kind == WR_MSG) {
-		struct msg *m = pc_container_of(ctx, struct msg, ctx);
-
-		if (!m->in_sq) {
-			dp_recv(w, wc, m);
-			return;
-		}
+	if (rm) {
+		dp_recv(w, wc, rm);
+		return;
 	}
-	c = ctx->conn;
+	/*
+	 * A send-queue WR: find it in its QP's queue before touching it. One
+	 * that matches nothing (flushed after its queue was abandoned) may name
+	 * a buffer reused since, or an operation the application freed: it is
+	 * counted and left alone.
+	 */
+	c = dp_conn_of_qpn(w, wc->qp_num);
+	if (pc_unlikely(!c) ||
+	    pc_unlikely((t = sq_find(&c->sq, ctx, wc->status != IBV_WC_SUCCESS)) == c->sq.head)) {
+		STAT_ADD(w->st.stray_completions, 1);
+		return;
+	}
 	if (pc_unlikely(wc->status != IBV_WC_SUCCESS)) {
 		err = pc_wc_error(w->dev, wc, ctx_what(ctx));
-		if (wc->status != IBV_WC_WR_FLUSH_ERR) {
+		if (wc->status != IBV_WC_WR_FLUSH_ERR)
 			STAT_ADD(w->st.wc_errors, 1);
-			drain_fail(w, c, err);
-		}
 	}
-	dp_sq_complete(w, c, ctx, err);
+	sq_complete_at(w, c, t, err);
+	if (pc_unlikely(err) && wc->status != IBV_WC_WR_FLUSH_ERR)
+		drain_fail(w, c, err);
 }
 
 /* --- credits ----------------------------------------------------------------------- */
@@ -461,7 +576,6 @@ static pc_always_inline void add_send(struct pc_worker *w, struct conn *c, struc
 	wr->send_flags = bytes <= c->max_inline ? IBV_SEND_INLINE : 0;
 	wr->wr_id = (uintptr_t)&m->ctx;
 	m->ctx.conn = c;
-	m->in_sq = 1;
 	STAT_ADD(c->msgs_sent, 1);
 	STAT_ADD(c->bytes_sent, m->pub.len);
 }
@@ -682,21 +796,30 @@ int dp_send(struct pc_worker *w, struct msg *m)
 		dp_msg_release(w, m);
 		return -ENOTCONN;
 	}
-	if (m->pub.type == PC_MSG_REQUEST)
+	if (m->pub.type == PC_MSG_REQUEST && !c->raw) {
+		/* pc_call() keeps the window, so this fails only for an id used twice */
+		if (pc_unlikely(!reqset_add(&c->reqs, m->pub.req_id))) {
+			pc_warn("%s qp 0x%x: request id %llu already in flight; message released",
+				w->dev->name, c->qpn, (unsigned long long)m->pub.req_id);
+			dp_msg_release(w, m);
+			return -EINVAL;
+		}
 		STAT_ADD(c->inflight_req, 1);
+	}
 	backlog_add(c, &m->ctx);
 	if (c->state == CONN_UP)
 		dp_mark_dirty(w, c);
 	return 0;
 }
 
+/* Reports through done() only, on either path: pc_rdma() then returns 0. */
 int dp_rdma(struct pc_worker *w, struct pc_op *op)
 {
 	struct conn *c = op_priv(op)->ctx.conn;
 
 	if (pc_unlikely(!conn_accepts(c))) {
 		op->done(op, -ENOTCONN);
-		return -ENOTCONN;
+		return 0;
 	}
 	backlog_add(c, &op_priv(op)->ctx);
 	if (c->state == CONN_UP)
@@ -706,9 +829,15 @@ int dp_rdma(struct pc_worker *w, struct pc_op *op)
 
 void dp_submit(struct pc_worker *w, struct wr_ctx *ctx)
 {
+	/* read first: the action may hand @ctx back to the application */
+	struct conn *c = ctx->conn, *ref = ctx->ref ? c : NULL;
+
+	ctx->ref = 0;
 	switch (ctx->action) {
 	case ACT_SEND:
-		dp_send(w, pc_container_of(ctx, struct msg, ctx));
+		/* pc_send() returned 0 for it already: a refusal now is a drop */
+		if (dp_send(w, pc_container_of(ctx, struct msg, ctx)))
+			dp_count_dropped(w, c, 1);
 		break;
 	case ACT_RELEASE:
 		dp_msg_release(w, pc_container_of(ctx, struct msg, ctx));
@@ -719,6 +848,9 @@ void dp_submit(struct pc_worker *w, struct wr_ctx *ctx)
 	default:
 		pc_err("%s: bad submission action %u", w->name, ctx->action);
 	}
+	/* the entry's reference, once the conn is no longer needed for it */
+	if (ref)
+		conn_put(w, ref);
 }
 
 /* --- SRQ ------------------------------------------------------------------------------------ */
@@ -728,7 +860,7 @@ void dp_refill_srq(struct pc_worker *w, bool arm)
 	const struct pc_engine_params *p = w->p;
 	uint32_t want = p->srq_depth - w->srq_outstanding, n = 0, i;
 	struct ibv_recv_wr *bad = NULL;
-	int ret, ev;
+	int ret;
 
 	while (n < want) {
 		struct pc_buf *b = pc_pool_get(w->rx);
@@ -737,11 +869,10 @@ void dp_refill_srq(struct pc_worker *w, bool arm)
 		if (!b)
 			break;
 		m = &w->rx_msgs[b->index];
-		m->in_sq = 0;
 		m->in_srq = 1;
 		/* exactly what is accepted: a longer message fails its receive (LOC_LEN_ERR) */
 		w->rsge[n] = (struct ibv_sge){ (uintptr_t)b->addr, HDR + p->msg_size, b->lkey };
-		w->rwr[n] = (struct ibv_recv_wr){ .wr_id = (uintptr_t)&m->ctx,
+		w->rwr[n] = (struct ibv_recv_wr){ .wr_id = (uintptr_t)&m->rctx,
 						  .next = &w->rwr[n + 1],
 						  .sg_list = &w->rsge[n],
 						  .num_sge = 1 };
@@ -758,8 +889,8 @@ void dp_refill_srq(struct pc_worker *w, bool arm)
 			for (uint32_t k = i; k < n; k++) {
 				struct wr_ctx *ctx = (struct wr_ctx *)(uintptr_t)w->rwr[k].wr_id;
 
-				pc_container_of(ctx, struct msg, ctx)->in_srq = 0;
-				pc_pool_put(w->rx, pc_container_of(ctx, struct msg, ctx)->buf);
+				pc_container_of(ctx, struct msg, rctx)->in_srq = 0;
+				pc_pool_put(w->rx, pc_container_of(ctx, struct msg, rctx)->buf);
 			}
 		}
 		w->srq_outstanding += i;
@@ -767,21 +898,25 @@ void dp_refill_srq(struct pc_worker *w, bool arm)
 		STAT_ADD(w->st.srq_doorbells, 1);
 	}
 
-	/* IBV_EVENT_SRQ_LIMIT_REACHED: count it once, re-arm once refilled */
-	ev = atomic_load_explicit(&w->srq_limit, memory_order_relaxed);
-	if (ev == 1) {
+	/*
+	 * IBV_EVENT_SRQ_LIMIT_REACHED: taken with an exchange, so an event the
+	 * control thread flags after a re-arm is never overwritten; counted
+	 * once, re-armed once refilled.
+	 */
+	if (atomic_load_explicit(&w->srq_limit, memory_order_relaxed) &&
+	    atomic_exchange_explicit(&w->srq_limit, 0, memory_order_relaxed)) {
 		STAT_ADD(w->st.srq_limit_events, 1);
-		atomic_store_explicit(&w->srq_limit, 2, memory_order_relaxed);
+		w->srq_rearm = true;
 		pc_debug("%s: SRQ limit reached (%u posted); refilling", w->name, w->srq_outstanding);
 	}
-	if ((arm || ev) && w->srq_outstanding >= p->srq_watermark) {
+	if ((arm || w->srq_rearm) && w->srq_outstanding >= p->srq_watermark) {
 		struct ibv_srq_attr a = { .srq_limit = PC_MAX(p->srq_watermark / 2, 1u) };
 
 		ret = ibv_modify_srq(w->srq, &a, IBV_SRQ_LIMIT);
 		if (ret)
 			pc_warn("%s: %s: ibv_modify_srq(srq_limit %u): %s", w->name, w->dev->name,
 				a.srq_limit, strerror(abs(pc_neg_errno(ret))));
-		atomic_store_explicit(&w->srq_limit, 0, memory_order_relaxed);
+		w->srq_rearm = false;
 	}
 	__atomic_store_n(&w->st.srq_outstanding, w->srq_outstanding, __ATOMIC_RELAXED);
 }
@@ -804,11 +939,10 @@ void dp_refill_rq(struct pc_worker *w, struct conn *c)
 		if (!b)
 			break;
 		m = &w->raw_msgs[b->index];
-		m->in_sq = 0;
 		m->in_rq = 1;
-		m->ctx.conn = c;
+		m->rctx.conn = c;
 		w->rsge[n] = (struct ibv_sge){ (uintptr_t)b->addr, w->p->msg_size, b->lkey };
-		w->rwr[n] = (struct ibv_recv_wr){ .wr_id = (uintptr_t)&m->ctx,
+		w->rwr[n] = (struct ibv_recv_wr){ .wr_id = (uintptr_t)&m->rctx,
 						  .next = &w->rwr[n + 1],
 						  .sg_list = &w->rsge[n],
 						  .num_sge = 1 };
@@ -825,7 +959,7 @@ void dp_refill_rq(struct pc_worker *w, struct conn *c)
 			w->dev->port, c->qpn, n, i, strerror(abs(pc_neg_errno(ret))));
 		for (k = i; k < n; k++) {
 			struct msg *m = pc_container_of((struct wr_ctx *)(uintptr_t)w->rwr[k].wr_id,
-							struct msg, ctx);
+							struct msg, rctx);
 
 			m->in_rq = 0;
 			pc_pool_put(w->raw, m->buf);

@@ -260,6 +260,8 @@ struct pc_engine *pc_engine_create(const struct pc_engine_params *params)
 			goto err;
 		e->nworkers++;
 	}
+	/* its workers' SRQs and its conns may now be named by async events */
+	control_publish(e);
 	/* read during this call only (engine.h): never dereferenced later */
 	e->p.devices = NULL;
 	e->p.device_params = NULL;
@@ -292,8 +294,8 @@ static void retire_left(struct conn *c)
 	if (c->state == CONN_RETIRED)
 		return;
 	if (c->state == CONN_DRAINED)
-		pc_warn("%s qp 0x%x: %u buffers still held by the application; freed with the engine",
-			c->w->dev->name, c->qpn, c->held);
+		pc_warn("%s qp 0x%x: %u received and %u other buffers or submissions still held by the application; freed with the engine",
+			c->w->dev->name, c->qpn, c->held, conn_refs(c));
 	else
 		pc_warn("%s qp 0x%x: not drained when the engine stopped; destroying it",
 			c->w->dev->name, c->qpn);
@@ -320,7 +322,7 @@ static unsigned int walk(struct pc_engine *e, const struct visit *v)
 	/* not cds_lfht_for_each_entry: it computes container_of(NULL) at the end */
 	for (cds_lfht_first(e->conns, &it); (node = cds_lfht_iter_get_node(&it));
 	     cds_lfht_next(e->conns, &it)) {
-		struct conn *c = caa_container_of(node, struct conn, node);
+		struct conn *c = conn_of_node(node);
 
 		if (__atomic_load_n(&c->state, __ATOMIC_RELAXED) == CONN_RETIRED)
 			continue;
@@ -329,7 +331,7 @@ static unsigned int walk(struct pc_engine *e, const struct visit *v)
 	}
 	rcu_read_unlock();
 	if (reg)
-		rcu_unregister_thread();
+		qsbr_unregister();
 	return n;
 }
 
@@ -417,9 +419,14 @@ void pc_engine_destroy(struct pc_engine *e)
 
 /* --- routing --------------------------------------------------------------------------- */
 
-/* Runs @ctx's action on its worker: directly on that worker, else through its ring. */
-static int route(struct pc_worker *w, struct wr_ctx *ctx)
+/*
+ * Runs @ctx's action on its worker: directly on that worker, else through
+ * its ring. A ring entry that names a conn nothing else keeps alive (@ref)
+ * takes a reference on it, which the worker gives back when it dequeues it.
+ */
+static int route(struct pc_worker *w, struct wr_ctx *ctx, bool ref)
 {
+	ctx->ref = 0;
 	if (self_worker == w) {
 		if (ctx->action == ACT_SEND)
 			return dp_send(w, pc_container_of(ctx, struct msg, ctx));
@@ -428,8 +435,15 @@ static int route(struct pc_worker *w, struct wr_ctx *ctx)
 		dp_submit(w, ctx);
 		return 0;
 	}
-	if (pc_unlikely(pc_ring_mpsc_enqueue(w->submit, ctx)))
+	if (ref) {
+		ctx->ref = 1;
+		conn_ref_app(ctx->conn);
+	}
+	if (pc_unlikely(pc_ring_mpsc_enqueue(w->submit, ctx))) {
+		if (ref)
+			conn_unref_app(ctx->conn);
 		return -ENOBUFS; /* counted by the ring; the caller still owns it */
+	}
 	worker_wake(w);
 	return 0;
 }
@@ -442,11 +456,20 @@ struct pc_msg *pc_msg_alloc(struct pc_conn *pconn)
 	void *obj;
 	int slot;
 
+	if (pc_unlikely(__atomic_load_n(&c->state, __ATOMIC_RELAXED) >= CONN_DRAINING)) {
+		errno = ENOTCONN;
+		return NULL;
+	}
+	/* the buffer keeps @c alive until it is back in the pool (engine.h) */
 	if (self_worker == w) {
 		m = dp_tx_alloc(w);
+		if (m)
+			c->refs_w++;
 	} else if ((slot = app_slot(c->e)) >= 0) {
-		if (pc_ring_spsc_dequeue_burst(w->chans[slot].txfree, &obj, 1))
+		if (pc_ring_spsc_dequeue_burst(w->chans[slot].txfree, &obj, 1)) {
 			m = obj;
+			conn_ref_app(c);
+		}
 	} else {
 		pc_set_error(-EPERM, "pc_msg_alloc: call pc_app_attach() on this thread first");
 		errno = EPERM;
@@ -460,6 +483,7 @@ struct pc_msg *pc_msg_alloc(struct pc_conn *pconn)
 	m->pub.type = PC_MSG_ONEWAY;
 	m->pub.req_id = 0;
 	m->ctx.conn = c;
+	m->origin = c;
 	msg_bind(m, c);
 	return &m->pub;
 }
@@ -482,10 +506,16 @@ static int msg_submit(struct pc_msg *pm, uint8_t type)
 	/* a received buffer may be sent on: its payload offset follows the conn */
 	if (pc_unlikely(pm->data != (char *)m->buf->addr + (c->raw ? 0 : WIRE_HDR_LEN)))
 		return pc_set_error(-EINVAL, "message data pointer was moved");
+	/* closing or closed, maybe past DOWN (the message keeps @c allocated) */
+	if (pc_unlikely(__atomic_load_n(&c->state, __ATOMIC_RELAXED) >= CONN_DRAINING)) {
+		ret = pc_msg_release(pm);
+		return ret ? ret : -ENOTCONN;
+	}
 	pm->type = type;
 	m->ctx.conn = c;
 	m->ctx.action = ACT_SEND;
-	ret = route(c->w, &m->ctx);
+	/* a message keeps its origin alive; sent elsewhere, the entry keeps the target */
+	ret = route(c->w, &m->ctx, m->origin != c);
 	return ret;
 }
 
@@ -494,22 +524,38 @@ int pc_send(struct pc_msg *msg)
 	return msg_submit(msg, PC_MSG_ONEWAY);
 }
 
+/*
+ * Requests in flight, as seen from an app thread: ids taken, less those
+ * answered (the worker counts) and those never submitted. Stale reads only
+ * make it larger, so the window is never exceeded.
+ */
+static uint64_t calls_open(const struct conn *c, uint64_t next)
+{
+	return next - 1 - __atomic_load_n(&c->req_answered, __ATOMIC_RELAXED) -
+	       __atomic_load_n(&c->req_abandoned, __ATOMIC_RELAXED);
+}
+
 int pc_call(struct pc_msg *msg, uint64_t *req_id)
 {
 	struct conn *c = (struct conn *)msg->conn;
+	uint64_t id = __atomic_load_n(&c->next_req_id, __ATOMIC_RELAXED);
 	int ret;
 
-	/* next_req_id and inflight_req belong to the worker; read them relaxed */
-	if (__atomic_load_n(&c->inflight_req, __ATOMIC_RELAXED) >= c->window && c->window)
-		return -EAGAIN;
-	msg->req_id = __atomic_fetch_add(&c->next_req_id, 1, __ATOMIC_RELAXED);
+	/* the window is exact: the worker's table of ids in flight never overflows */
+	do {
+		if (c->window && calls_open(c, id) >= c->window)
+			return -EAGAIN;
+	} while (!__atomic_compare_exchange_n(&c->next_req_id, &id, id + 1, true,
+					      __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+	msg->req_id = id;
 	ret = msg_submit(msg, PC_MSG_REQUEST);
 	if (ret) {
-		/* give the id back unless another thread took the next one meanwhile */
+		/* give the id back; if another thread took the next one, count it abandoned */
 		uint64_t next = msg->req_id + 1;
 
-		__atomic_compare_exchange_n(&c->next_req_id, &next, msg->req_id, false,
-					    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+		if (!__atomic_compare_exchange_n(&c->next_req_id, &next, msg->req_id, false,
+						 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			__atomic_fetch_add(&c->req_abandoned, 1, __ATOMIC_RELAXED);
 		return ret;
 	}
 	if (req_id)
@@ -529,7 +575,7 @@ int pc_msg_release(struct pc_msg *pm)
 	struct msg *m = msg_of(pm);
 
 	m->ctx.action = ACT_RELEASE;
-	return route(m->w, &m->ctx);
+	return route(m->w, &m->ctx, false);
 }
 
 int pc_rdma(struct pc_conn *pconn, struct pc_op *op)
@@ -543,7 +589,7 @@ int pc_rdma(struct pc_conn *pconn, struct pc_op *op)
 	pv->ctx.kind = WR_OP;
 	pv->ctx.action = ACT_RDMA;
 	pv->ctx.conn = c;
-	return route(c->w, &pv->ctx);
+	return route(c->w, &pv->ctx, true);
 }
 
 int pc_close(struct pc_conn *pconn)

@@ -45,6 +45,7 @@ static void msgs_init(struct pc_worker *w, struct msg *msgs, struct pc_pool *poo
 		msgs[i].w = w;
 		msgs[i].pool = (uint8_t)which;
 		msgs[i].ctx.kind = WR_MSG;
+		msgs[i].rctx.kind = WR_RECV;
 	}
 }
 
@@ -219,12 +220,16 @@ static void worker_reclaim(struct pc_worker *w)
 
 		while (ch->txfree && pc_ring_spsc_dequeue_burst(ch->txfree, &obj, 1))
 			dp_msg_release(w, obj);
-		while (ch->to_app && pc_ring_spsc_dequeue_burst(ch->to_app, &obj, 1))
+		/* their conns were freed before the workers are destroyed: forget them */
+		while (ch->to_app && pc_ring_spsc_dequeue_burst(ch->to_app, &obj, 1)) {
+			msg_of(obj)->origin = NULL;
 			dp_msg_release(w, msg_of(obj));
+		}
 		while (ch->ovf_head) {
 			struct msg *m = pc_container_of(ch->ovf_head, struct msg, ctx);
 
 			ch->ovf_head = m->ctx.next;
+			m->origin = NULL;
 			dp_msg_release(w, m);
 		}
 	}
@@ -302,6 +307,8 @@ unsigned int worker_apply_ctl(struct pc_worker *w)
 			conn_set_state(c, CONN_UP);
 			if (p->on_conn)
 				p->on_conn((struct pc_conn *)c, PC_CONN_UP, p->arg);
+			if (c->early_head)
+				dp_deliver_early(w, c);
 			if (r)
 				conn_connect_answer(r, 0);
 			/* its first grant (or a raw peer's receive queue top-up) */
@@ -369,7 +376,7 @@ static void worker_sleep(struct pc_worker *w)
 		return;
 	}
 	t0 = now_ns();
-	rcu_thread_offline();
+	qsbr_offline();
 	n = poll(pfd, 2, 100); /* bounded: stats stay fresh, timers run */
 	rcu_thread_online();
 	atomic_store(&w->sleeping, 0);
@@ -409,8 +416,14 @@ static unsigned int worker_turn(struct pc_worker *w, const struct pc_engine_para
 			dp_handle_wc(w, &w->wc[i]);
 		STAT_ADD(w->st.completions, (uint64_t)n);
 	} else {
-		if (pc_unlikely(n < 0))
-			pc_err("%s: ibv_poll_cq failed (%d)", w->name, n);
+		if (pc_unlikely(n < 0)) {
+			/* counted every time, said once: it would repeat on every turn */
+			STAT_ADD(w->st.poll_errors, 1);
+			if (!w->poll_failed)
+				pc_err("%s: %s: ibv_poll_cq failed (%d); counted in poll_errors, not logged again",
+				       w->name, w->dev->name, n);
+			w->poll_failed = true;
+		}
 		STAT_ADD(w->st.empty_polls, 1);
 		n = 0;
 	}
@@ -470,9 +483,9 @@ static void *worker_main(void *arg)
 			worker_sleep(w);
 		}
 		/* 7. quiescent state: conns retired before now may be freed */
-		rcu_quiescent_state();
+		qsbr_quiescent();
 	}
-	rcu_unregister_thread();
+	qsbr_unregister();
 	/* resources go in worker_destroy(), once no QP uses the CQ and SRQ */
 	return NULL;
 }

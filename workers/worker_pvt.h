@@ -50,16 +50,26 @@ static_assert((int)PC_MSG_ONEWAY == WIRE_ONEWAY && (int)PC_MSG_REQUEST == WIRE_R
 
 enum msg_pool { POOL_RX = 0, POOL_TX, POOL_RAW };
 
+/*
+ * A buffer is posted with one of two contexts, each of an immutable kind:
+ * ctx for a send of it, rctx (rx and raw pools) for a receive into it. A
+ * completion tells which by its wr_id alone (dp_handle_wc()).
+ */
 struct msg {
 	struct pc_msg pub;
-	struct wr_ctx ctx;
+	struct wr_ctx ctx;	/* WR_MSG: sends; backlog and ring links */
+	struct wr_ctx rctx;	/* WR_RECV: receives (SRQ; a raw peer's RQ: rctx.conn) */
 	struct pc_buf *buf;
-	struct conn *origin;	/* rx: connection it arrived on (credit owner) */
+	/*
+	 * The connection this buffer keeps alive: rx, the one it arrived on
+	 * (credit owner; counted in held); tx, the one pc_msg_alloc() bound it
+	 * to (counted in refs). NULL when in the pool or the worker's stock.
+	 */
+	struct conn *origin;
 	struct pc_worker *w;	/* owner of the buffer */
 	uint8_t pool;		/* enum msg_pool */
-	uint8_t in_sq;		/* posted on a send queue */
-	uint8_t in_srq;		/* posted on the SRQ */
-	uint8_t in_rq;		/* posted on a raw peer's own receive queue (ctx.conn) */
+	uint8_t in_srq;		/* posted on the SRQ (teardown reclaims it) */
+	uint8_t in_rq;		/* posted on a raw peer's own receive queue (rctx.conn) */
 };
 
 static inline struct msg *msg_of(struct pc_msg *m)
@@ -135,6 +145,8 @@ struct pc_worker {
 	uint32_t empty_turns;
 	uint32_t cq_unacked;
 	bool wr_ex;		/* post with ibv_wr_* (ibv_qp_ex) */
+	bool srq_rearm;		/* SRQ limit fired: re-arm it once refilled */
+	bool poll_failed;	/* ibv_poll_cq failed before: logged once */
 	bool hybrid;		/* PC_IDLE_HYBRID: submitters may have to wake us */
 
 	/* submissions: app threads -> worker */
@@ -149,7 +161,7 @@ struct pc_worker {
 
 	/* written by other threads: away from the worker's hot line */
 	atomic_int sleeping pc_cache_aligned;
-	atomic_int srq_limit;	/* set by the control thread on SRQ_LIMIT_REACHED */
+	atomic_int srq_limit;	/* set by the control thread on SRQ_LIMIT_REACHED, taken by exchange */
 	atomic_int stop;
 	atomic_uint nconns;	/* attached, not retired: least-loaded choice */
 	struct credit_load adm;	/* control thread only: what admission counted in, not retired */
@@ -183,8 +195,8 @@ static_assert(offsetof(struct pc_worker, sleeping) % PC_CACHELINE == 0,
 	X(loops) X(polls) X(empty_polls) X(completions) X(wrs_posted) X(doorbells) \
 	X(srq_posted) X(srq_doorbells) X(srq_limit_events) X(rx_msgs) X(tx_msgs) \
 	X(handoff_full) X(credit_stalls) X(sleeps) X(sleep_ns) X(wakeups_cq) \
-	X(wakeups_submit) X(wc_errors) X(stray_completions) X(conns) X(rx_held) \
-	X(srq_outstanding) X(credits_out) X(window)
+	X(wakeups_submit) X(wc_errors) X(stray_completions) X(poll_errors) X(msgs_dropped) \
+	X(conns) X(rx_held) X(srq_outstanding) X(credits_out) X(window)
 
 /* The worker running on this thread, if any (for pc_send() routing). */
 extern __thread struct pc_worker *self_worker;
@@ -218,6 +230,9 @@ int dp_send(struct pc_worker *w, struct msg *m);
 int dp_rdma(struct pc_worker *w, struct pc_op *op);
 struct msg *dp_tx_alloc(struct pc_worker *w);
 void dp_mark_dirty(struct pc_worker *w, struct conn *c);
+void dp_count_dropped(struct pc_worker *w, struct conn *c, uint32_t n);
+void dp_deliver_early(struct pc_worker *w, struct conn *c);
+void dp_drop_early(struct pc_worker *w, struct conn *c);
 struct conn *dp_conn_of_qpn(struct pc_worker *w, uint32_t qpn);
 void msg_bind(struct msg *m, struct conn *c);
 
@@ -226,5 +241,13 @@ void drain_begin(struct pc_worker *w, struct conn *c);
 void drain_poll(struct pc_worker *w);
 void drain_fail(struct pc_worker *w, struct conn *c, int err);
 void drain_maybe_retire(struct pc_worker *w, struct conn *c);
+
+/* Gives back one reference on @c (engine.h's lifetime rule); owning worker. */
+static inline void conn_put(struct pc_worker *w, struct conn *c)
+{
+	c->refs_w--;
+	if (pc_unlikely(c->state == CONN_DRAINED))
+		drain_maybe_retire(w, c);
+}
 
 #endif /* PC_WORKER_PVT_H */

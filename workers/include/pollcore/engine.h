@@ -34,6 +34,29 @@
  * pc_msg_release(). Buffers the application keeps show in the stats as
  * held; nothing is dropped silently.
  *
+ * Lifetime of a connection (struct pc_conn):
+ *  - The handle is valid from PC_CONN_UP (pc_connect() returns after it)
+ *    until on_conn(PC_CONN_DOWN) returns. Every call that names it
+ *    (pc_msg_alloc, pc_rdma, pc_close, pc_conn_info, pc_conn_user,
+ *    pc_conn_set_user, pc_mem_reg) must happen before that return. An
+ *    application calling from its own threads makes sure of it, for
+ *    example with a lock that its on_conn(DOWN) takes too, under which it
+ *    forgets the handle.
+ *  - Messages keep their connection alive: a received message, and a send
+ *    buffer from pc_msg_alloc(), stay valid, msg->conn included, until
+ *    given back, before or after DOWN. After DOWN, pc_send(), pc_call()
+ *    and pc_reply() on them return -ENOTCONN and release them;
+ *    pc_msg_release() works as before.
+ *  - So does whatever pollcore accepted: a submission still in a worker's
+ *    ring, a message in the backlog or on the wire, an operation until its
+ *    done() returned. The worker frees a connection only after DOWN, once
+ *    all of these and all its messages came back, so no call this rule
+ *    allows can meet a freed connection.
+ *  - Cost: pc_msg_alloc() and pc_rdma() from a thread other than the owning
+ *    worker, and a pc_send() to a connection other than the message's own,
+ *    add one relaxed atomic increment, on a cache line of the connection
+ *    that only application threads write. Nothing else on the hot path.
+ *
  * Every function returns 0 or a negative errno (constructors: NULL with
  * errno set); pc_last_error() on the calling thread explains failures,
  * naming device, port, GID index, QP number and ibv_wc_status_str() where
@@ -204,8 +227,13 @@ struct pc_device_params {
  * @choose_worker: accepting side: return the index of the worker that
  *                 should own a new connection on @device (a worker of that
  *                 device), or -1 for the least-loaded one. Control thread.
- * @on_conn: connection up/down, on the owning worker.
- * @on_msg: handler mode: a message arrived, on the owning worker.
+ * @on_conn: connection up/down, on the owning worker. Once DOWN returns the
+ *           handle must not be named again (see "Lifetime" above); DOWN
+ *           follows every UP, and no callback comes for a connection that
+ *           never was UP.
+ * @on_msg: handler mode: a message arrived, on the owning worker; never
+ *          before on_conn(UP) of its connection (messages that arrive
+ *          earlier are held back until then).
  * @arg: passed to the callbacks.
  */
 struct pc_engine_params {
@@ -306,9 +334,19 @@ PC_API struct pc_conn *pc_connect(struct pc_engine *e, const char *addr, uint16_
 
 /**
  * pc_close - start closing a connection (disconnect, drain, free).
- * @conn: connection; no messages may be sent on it afterwards.
+ * @conn: a live connection (on_conn(DOWN) has not returned); no messages
+ *        may be sent on it afterwards.
  *
  * PC_CONN_DOWN follows on its worker once drained. Idempotent.
+ *
+ * Messages that pc_send() accepted (returned 0) and that have not reached
+ * the peer when the queue pair goes to ERR (waiting for credits or
+ * send-queue slots, still in the submission ring, or flushed from the send
+ * queue) are dropped, and each is counted: msgs_dropped in pc_conn_info()
+ * (readable in on_conn(DOWN)) and in pc_worker_stats, and in the log line
+ * that reports the close. The same holds when the peer or an error closes
+ * the connection. Applications that need every message through wait for
+ * their answers before closing.
  *
  * Return: 0 or a negative errno.
  */
@@ -316,10 +354,14 @@ PC_API int pc_close(struct pc_conn *conn);
 
 /**
  * pc_msg_alloc - a send buffer for @conn.
- * @conn: connection.
+ * @conn: a live connection (on_conn(DOWN) has not returned).
+ *
+ * The buffer keeps @conn allocated until it is given back (sent or
+ * released), even past DOWN.
  *
  * Return: a message with len 0 and cap msg_size, or NULL with errno ENOBUFS
- * (backpressure: send buffers are all in flight or held) or ENOTCONN.
+ * (backpressure: send buffers are all in flight or held) or ENOTCONN (the
+ * connection is closing).
  */
 PC_API struct pc_msg *pc_msg_alloc(struct pc_conn *conn);
 
@@ -327,13 +369,18 @@ PC_API struct pc_msg *pc_msg_alloc(struct pc_conn *conn);
  * pc_send - send @msg (one-way); ownership passes to pollcore.
  * @msg: from pc_msg_alloc(), or a received message to send back.
  *
- * Never dropped: without send-queue slots or credits it waits in the
- * connection's backlog.
+ * Never dropped while the connection lives: without send-queue slots or
+ * credits it waits in the connection's backlog. When the connection closes
+ * first, it is dropped and counted (msgs_dropped; see pc_close()).
+ *
+ * Any time while the message is yours, also after its connection's DOWN
+ * (the message keeps msg->conn allocated).
  *
  * Return: 0; -ENOBUFS when the submission ring is full (any thread but the
  * owning worker; the message is still yours, retry); -ENOTCONN when the
- * connection is closing (the message is released); -EMSGSIZE when len > cap
- * or more than the peer accepts (the message is still yours).
+ * connection is closing or closed (the message is released); -EMSGSIZE
+ * when len > cap or more than the peer accepts (the message is still
+ * yours).
  */
 PC_API int pc_send(struct pc_msg *msg);
 
@@ -344,7 +391,10 @@ PC_API int pc_send(struct pc_msg *msg);
  * @req_id: filled with the request id.
  *
  * Request ids increase by one per call on a connection; a refused call
- * gives its id back (unless another thread called meanwhile).
+ * gives its id back (unless another thread called meanwhile). At most
+ * window requests are in flight, exactly. A response whose req_id is not
+ * in flight on its connection is a protocol error: the connection closes
+ * (-EPROTO, the reason logged), the response is not delivered.
  *
  * Return: as pc_send(); -EAGAIN when the connection's request window is
  * full (the message is still yours).
@@ -372,7 +422,12 @@ PC_API int pc_msg_release(struct pc_msg *msg);
  * @conn: connection (RDMA READ needs the peer to allow it).
  * @op: operation; must stay valid until op->done is called.
  *
- * Return: 0, -ENOBUFS (ring full, retry), -ENOTCONN, -EINVAL.
+ * Every outcome is reported once: when 0 is returned, through op->done
+ * (-ENOTCONN there when the connection is closing, -ECANCELED when it
+ * closed first, also when called on the owning worker, then possibly
+ * before pc_rdma() returns); otherwise op->done is never called.
+ *
+ * Return: 0, -ENOBUFS (ring full, retry), -EINVAL.
  */
 PC_API int pc_rdma(struct pc_conn *conn, struct pc_op *op);
 
@@ -457,6 +512,7 @@ struct pc_conn_info {
 	uint64_t bytes_recv;
 	uint64_t credit_stalls;	/* sends that waited for credits */
 	uint64_t sq_stalls;	/* sends that waited for send-queue slots */
+	uint64_t msgs_dropped;	/* sends accepted (0 returned) that the close dropped */
 	uint32_t backlog;	/* messages waiting now */
 	uint32_t inflight_req;	/* requests awaiting a response */
 	uint32_t held;		/* buffers of this connection held by the app */
@@ -467,7 +523,8 @@ struct pc_conn_info {
  * @conn: connection.
  * @info: filled in (counters are relaxed snapshots).
  *
- * Any thread while the connection is up.
+ * Any thread while the handle is valid, i.e. until on_conn(DOWN) returns
+ * (in DOWN itself too: the final counts, msgs_dropped included).
  */
 PC_API void pc_conn_info(const struct pc_conn *conn, struct pc_conn_info *info);
 
@@ -495,7 +552,9 @@ struct pc_worker_stats {
 	uint64_t wakeups_cq;	/* woken by a completion event */
 	uint64_t wakeups_submit;/* woken by the eventfd */
 	uint64_t wc_errors;	/* failed completions, flushes of closing QPs excluded */
-	uint64_t stray_completions;	/* completions for a QP no longer known */
+	uint64_t stray_completions;	/* completions for a QP no longer known, or for WRs already retired */
+	uint64_t poll_errors;	/* ibv_poll_cq failures (logged once) */
+	uint64_t msgs_dropped;	/* accepted sends not delivered: their conn closed first */
 	uint32_t conns;
 	uint32_t rx_held;	/* receive buffers held by the application */
 	uint32_t tx_held;	/* send buffers allocated and not yet sent */
