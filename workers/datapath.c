@@ -173,6 +173,7 @@ static void deliver(struct pc_worker *w, const struct pc_engine_params *p, struc
 	*ch->ovf_tail = &m->ctx;
 	ch->ovf_tail = &m->ctx.next;
 	ch->ovf++;
+	PC_PROBE(handoff_full, c->app_slot, ch->ovf);
 	STAT_ADD(w->st.handoff_full, 1);
 }
 
@@ -689,6 +690,7 @@ static void post_chain(struct pc_worker *w, struct conn *c)
 	}
 	w->sq_wrs += ch->n;
 	ret = dp_post(w, c, ch->wr, &bad);
+	PC_PROBE(post_batch, c->qpn, ch->n);
 	STAT_ADD(w->st.doorbells, 1);
 	if (pc_likely(!ret)) {
 		STAT_ADD(w->st.wrs_posted, ch->n);
@@ -729,6 +731,7 @@ static void flush_conn(struct pc_worker *w, struct conn *c)
 				if (!credits_avail(c)) {
 					/* counted once per episode, not per look */
 					if (!c->credit_stalled) {
+						PC_PROBE(credit_stall, c->qpn);
 						c->credit_stalled = true;
 						STAT_ADD(c->credit_stalls, 1);
 						STAT_ADD(w->st.credit_stalls, 1);
@@ -894,6 +897,7 @@ void dp_refill_srq(struct pc_worker *w, bool arm)
 			}
 		}
 		w->srq_outstanding += i;
+		PC_PROBE(srq_refill, i, w->srq_outstanding);
 		STAT_ADD(w->st.srq_posted, i);
 		STAT_ADD(w->st.srq_doorbells, 1);
 	}

@@ -153,6 +153,7 @@ void drain_poll(struct pc_worker *w)
 		}
 		*pp = c->drain_next;
 		conn_set_state(c, CONN_DRAINED);
+		PC_PROBE(conn_down, c->qpn, c->close_err, c->was_up);
 		/* no more completions for it: its marker's CQE is free again */
 		w->cq_conns--;
 		if (c->rq_posted)

@@ -305,6 +305,7 @@ unsigned int worker_apply_ctl(struct pc_worker *w)
 			if (!c->passive)
 				conn_apply_peer(c);
 			conn_set_state(c, CONN_UP);
+			PC_PROBE(conn_up, c->qpn, c->passive);
 			if (p->on_conn)
 				p->on_conn((struct pc_conn *)c, PC_CONN_UP, p->arg);
 			if (c->early_head)
@@ -369,6 +370,7 @@ static void worker_sleep(struct pc_worker *w)
 	n = ibv_poll_cq(w->cq, (int)w->p->poll_batch, w->wc);
 	if (n > 0 || worker_has_input(w) || w->draining) {
 		atomic_store(&w->sleeping, 0);
+		PC_PROBE(poll_batch, n);
 		for (i = 0; i < n; i++)
 			dp_handle_wc(w, &w->wc[i]);
 		if (n > 0)
@@ -412,6 +414,7 @@ static unsigned int worker_turn(struct pc_worker *w, const struct pc_engine_para
 	n = ibv_poll_cq(w->cq, (int)p->poll_batch, w->wc);
 	STAT_ADD(w->st.polls, 1);
 	if (pc_likely(n > 0)) {
+		PC_PROBE(poll_batch, n);
 		for (i = 0; i < (unsigned int)n; i++)
 			dp_handle_wc(w, &w->wc[i]);
 		STAT_ADD(w->st.completions, (uint64_t)n);

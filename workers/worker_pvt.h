@@ -40,6 +40,7 @@
 
 #include "conn.h"
 #include "credit.h"
+#include "probe_pvt.h"
 #include "verbs_pvt.h"
 
 /* the wire's message types are the public ones */
