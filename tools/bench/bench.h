@@ -33,6 +33,13 @@ enum bench_ctl_op {
 	CTL_REPORT = 1, /* -> data messages and bytes the server took on this connection */
 	CTL_REGION,	/* -> address and rkey of a fresh region of slots x size */
 	CTL_DIGEST,	/* -> hash of that region */
+	CTL_ACKS,	/* send: answer every `slots`th message with the count so far */
+};
+
+/* send mode: who produces the messages. */
+enum bench_producer {
+	PROD_WORKER,	/* the client's worker, on the server's acknowledgements */
+	PROD_THREAD,	/* the main thread, through the submission ring */
 };
 
 struct bench_ctl {
@@ -41,7 +48,7 @@ struct bench_ctl {
 	int32_t status;	   /* reply: 0 or a negative errno */
 	uint32_t mode;	   /* CTL_REGION: MODE_WRITE or MODE_READ (the access granted) */
 	uint32_t size;	   /* CTL_REGION: slot size */
-	uint32_t slots;	   /* CTL_REGION: slot count */
+	uint32_t slots;	   /* CTL_REGION: slot count; CTL_ACKS: acknowledge every Nth */
 	uint32_t seed;	   /* CTL_REGION, read: the server fills the region from it */
 	uint64_t msgs;	   /* CTL_REPORT reply */
 	uint64_t bytes;	   /* CTL_REPORT reply */
@@ -129,6 +136,7 @@ double hist_quantile(const struct bench_hist *h, double q);
 
 struct bench_opts {
 	enum bench_mode mode;
+	enum bench_producer producer;
 	const char *addr;
 	uint32_t port;
 	uint32_t size;

@@ -7,9 +7,13 @@
  * operations of each connection, then every response or completion issues
  * the next one from its callback, so one busy worker thread drives the
  * traffic (as one perftest process does). One-way messages have no
- * completion the application sees, so in send mode the main thread
- * (attached to application slot 0) produces them: it allocates, stamps and
- * pc_send()s up to --post-batch messages per connection at a time.
+ * completion the application sees, so send mode needs another trigger:
+ * with --producer worker (the default) the server acknowledges every
+ * window/4th message with its count, and each acknowledgement lets the
+ * worker top the connection up to `window` unacknowledged messages; with
+ * --producer thread the main thread (attached to application slot 0)
+ * allocates, stamps and pc_send()s up to --post-batch messages per
+ * connection at a time, through the worker's submission ring.
  *
  * Checks: send and rpc ask the server, on each connection, how many data
  * messages and bytes it took and whether any arrived out of order (a
@@ -44,8 +48,9 @@ struct bconn {
 	struct pc_conn *conn;
 	uint32_t id;
 	/* the worker's once traffic starts (done: relaxed stores, sampled by main) */
-	uint64_t sent;
+	uint64_t sent;		/* relaxed stores, sampled by main */
 	uint64_t done;
+	uint64_t acked;		/* send, worker producer: the server's count */
 	uint64_t disorder;
 	uint64_t t_last;
 	uint32_t slot_done;	/* rpc: done % window */
@@ -73,7 +78,8 @@ struct bclient {
 	const struct bench_opts *o;
 	struct bconn *cc;
 	uint64_t limit;		/* per connection */
-	uint32_t window;
+	uint32_t window;	/* in flight per connection */
+	uint32_t ack_every;	/* send, worker producer */
 	uint32_t seed;
 	atomic_int stop;	/* main -> workers: issue nothing more */
 	atomic_int ending;	/* main: connections are going down on purpose */
@@ -95,13 +101,21 @@ static void cli_fail(struct bconn *x, const char *fmt, ...)
 	atomic_store_explicit(&x->cl->failed, 1, memory_order_release);
 }
 
-/* On the worker: @x has issued all it will and everything came back. */
+/* On the worker (or main, for a tiny send run): @x has issued all it will. Once. */
 static void conn_finish(struct bconn *x)
 {
-	x->t_last = bench_now_ns();
+	uint64_t t = bench_now_ns();
+
+	if (atomic_exchange_explicit(&x->finished, 1, memory_order_relaxed))
+		return;
+	x->t_last = t;
 	/* release: t_last, counters and histogram are final */
-	atomic_store_explicit(&x->finished, 1, memory_order_release);
 	atomic_fetch_add_explicit(&x->cl->nfinished, 1, memory_order_release);
+}
+
+static void set_sent(struct bconn *x, uint64_t v)
+{
+	__atomic_store_n(&x->sent, v, __ATOMIC_RELAXED);
 }
 
 static bool more(const struct bconn *x)
@@ -140,18 +154,50 @@ static void rpc_response(struct bconn *x, struct pc_msg *m)
 			conn_finish(x);
 		return;
 	}
-	bench_stamp(m->data, size, x->sent);
-	x->t0[x->slot_sent] = t;
-	ret = pc_call(m, NULL);
-	if (pc_unlikely(ret)) {
-		cli_fail(x, "connection %u: pc_call of request %" PRIu64 " failed: %s", x->id,
-			 x->sent, pc_last_error());
-		if (ret != -ENOTCONN)
-			pc_msg_release(m);
-		return;
+	/* the response's buffer carries the next request; fresh ones fill the window */
+	do {
+		bench_stamp(m->data, size, x->sent);
+		m->len = size;
+		x->t0[x->slot_sent] = t;
+		ret = pc_call(m, NULL);
+		if (pc_unlikely(ret)) {
+			cli_fail(x, "connection %u: pc_call of request %" PRIu64 " failed: %s",
+				 x->id, x->sent, pc_last_error());
+			if (ret != -ENOTCONN)
+				pc_msg_release(m);
+			return;
+		}
+		x->slot_sent = x->slot_sent + 1 == w ? 0 : x->slot_sent + 1;
+		set_sent(x, x->sent + 1);
+	} while (x->sent - x->done < w && more(x) && (m = pc_msg_alloc(x->conn)));
+}
+
+/* send, worker producer: keeps `window` messages unacknowledged until done. */
+static void send_top_up(struct bconn *x)
+{
+	struct bclient *cl = x->cl;
+	uint32_t size = cl->o->size;
+	struct pc_msg *m;
+	int ret;
+
+	while (x->sent - x->acked < cl->window && more(x)) {
+		m = pc_msg_alloc(x->conn);
+		if (pc_unlikely(!m)) /* the pool is sized so that this is rare; */
+			return;	      /* the next acknowledgement retries */
+		m->len = size;
+		bench_stamp(m->data, size, x->sent);
+		ret = pc_send(m);
+		if (pc_unlikely(ret)) {
+			cli_fail(x, "connection %u: pc_send of message %" PRIu64 ": %s", x->id,
+				 x->sent, pc_last_error());
+			if (ret != -ENOTCONN)
+				pc_msg_release(m);
+			return;
+		}
+		set_sent(x, x->sent + 1);
 	}
-	x->slot_sent = x->slot_sent + 1 == w ? 0 : x->slot_sent + 1;
-	x->sent++;
+	if (!more(x))
+		conn_finish(x);
 }
 
 static void cli_on_msg(struct pc_msg *m, void *arg)
@@ -168,6 +214,13 @@ static void cli_on_msg(struct pc_msg *m, void *arg)
 	}
 	if (pc_likely(x->cl->o->mode == MODE_RPC && !x->err[0])) {
 		rpc_response(x, m);
+		return;
+	}
+	if (pc_likely(x->cl->o->mode == MODE_SEND && m->type == PC_MSG_ONEWAY &&
+		      m->len == sizeof(x->acked))) {
+		x->acked = bench_stamp_of(m->data, m->len);
+		pc_msg_release(m);
+		send_top_up(x);
 		return;
 	}
 	cli_fail(x, "connection %u: unexpected message (%u bytes, type %u)", x->id, m->len,
@@ -212,7 +265,7 @@ static void op_done(struct pc_op *op, int status)
 		return;
 	}
 	op_prepare(x, b, x->sent);
-	x->sent++;
+	set_sent(x, x->sent + 1);
 	ret = pc_rdma(x->conn, op);
 	if (pc_unlikely(ret))
 		cli_fail(x, "connection %u: pc_rdma failed: %s", x->id, pc_last_error());
@@ -400,9 +453,10 @@ static int kick_ops(struct bclient *cl, struct bconn *x, uint32_t n)
 	return ret;
 }
 
-/* rpc: the first @n requests of @x, from the main thread. */
-static int kick_rpc(struct bclient *cl, struct bconn *x, uint32_t n, struct pc_msg **first)
+/* rpc, send (worker producer): the first @n messages of @x, from the main thread. */
+static int kick_msgs(struct bclient *cl, struct bconn *x, uint32_t n, struct pc_msg **first)
 {
+	int (*submit)(struct pc_msg *) = cl->o->mode == MODE_RPC ? call_nowait : pc_send;
 	uint32_t k, size = cl->o->size;
 	int ret = 0;
 
@@ -420,22 +474,38 @@ static int kick_rpc(struct bclient *cl, struct bconn *x, uint32_t n, struct pc_m
 	x->sent = n;
 	x->slot_sent = n == cl->window ? 0 : n;
 	for (k = 0; k < n && !ret; k++) {
-		x->t0[k] = bench_now_ns();
-		ret = submit_wait(first[k], call_nowait);
+		if (x->t0)
+			x->t0[k] = bench_now_ns();
+		ret = submit_wait(first[k], submit);
 	}
+	/* a send run shorter than one acknowledgement is over already */
+	if (!ret && cl->o->mode == MODE_SEND && n == cl->limit)
+		conn_finish(x);
 	return ret;
 }
 
-/* rpc, write, read: the first `window` of each connection. */
+/* rpc, write, read, send (worker producer): the first of each connection. */
 static int kick(struct bclient *cl)
 {
-	uint32_t i, n = (uint32_t)PC_MIN((uint64_t)cl->window, cl->limit);
-	struct pc_msg **first = calloc(n, sizeof(*first));
-	int ret = first ? 0 : -ENOMEM;
+	uint32_t i, n = cl->o->mode == MODE_RPC	 ? 1
+		      : cl->o->mode == MODE_SEND ? cl->ack_every
+						 : cl->window;
+	struct pc_msg **first;
+	int ret;
+
+	/*
+	 * rpc and send start with what their first answer acknowledges, so
+	 * that the worker's top-ups queue behind every message submitted here
+	 * (write and read have no order to keep).
+	 */
+	n = (uint32_t)PC_MIN((uint64_t)n, cl->limit);
+	first = calloc(n, sizeof(*first));
+	ret = first ? 0 : -ENOMEM;
 
 	for (i = 0; i < cl->o->conns && !ret; i++)
-		ret = cl->o->mode == MODE_RPC ? kick_rpc(cl, &cl->cc[i], n, first)
-					      : kick_ops(cl, &cl->cc[i], n);
+		ret = cl->o->mode == MODE_RPC || cl->o->mode == MODE_SEND
+			  ? kick_msgs(cl, &cl->cc[i], n, first)
+			  : kick_ops(cl, &cl->cc[i], n);
 	free(first);
 	if (ret)
 		cli_fail(&cl->cc[i ? i - 1 : 0], "starting the traffic: %s",
@@ -459,8 +529,8 @@ static uint64_t total_done(const struct bclient *cl)
 	uint32_t i;
 
 	for (i = 0; i < cl->o->conns; i++)
-		t += cl->o->mode == MODE_SEND ? cl->cc[i].sent
-					      : __atomic_load_n(&cl->cc[i].done, __ATOMIC_RELAXED);
+		t += __atomic_load_n(cl->o->mode == MODE_SEND ? &cl->cc[i].sent : &cl->cc[i].done,
+				     __ATOMIC_RELAXED);
 	return t;
 }
 
@@ -523,7 +593,7 @@ static int send_burst(struct bclient *cl, struct bconn *x)
 				pc_msg_release(m);
 			return -1;
 		}
-		x->sent++;
+		set_sent(x, x->sent + 1);
 	}
 	return (int)b;
 }
@@ -564,7 +634,7 @@ static int send_loop(struct bclient *cl, struct progress *pg)
 	return ret;
 }
 
-/* rpc, write, read: waits for the workers, stopping them at the deadline. */
+/* All but the thread producer: waits for the workers, stopping them at the deadline. */
 static int wait_done(struct bclient *cl, struct progress *pg)
 {
 	uint64_t deadline = deadline_of(cl->o, pg->t_start), now;
@@ -710,6 +780,22 @@ static void client_free(struct bclient *cl)
 	free(cl->cc);
 }
 
+/*
+ * Send buffers per worker: the main thread's slot keeps a stock of up to
+ * about half the pool (a power-of-two ring), and the rest must still cover
+ * every window of the worker's connections, so that a top-up on the worker
+ * does not run dry.
+ */
+static uint32_t tx_bufs_for(const struct bclient *cl)
+{
+	uint32_t per_worker = (cl->o->conns + cl->o->workers - 1) / cl->o->workers;
+	uint64_t need = 2ull * cl->window * per_worker + 64, tx = 1024;
+
+	while (tx < pc_align_pow2(tx / 2 + 1) + need && tx < (1u << 20))
+		tx += 512;
+	return (uint32_t)tx;
+}
+
 static struct pc_engine *client_engine(struct bclient *cl)
 {
 	const struct bench_opts *o = cl->o;
@@ -721,6 +807,7 @@ static struct pc_engine *client_engine(struct bclient *cl)
 	/* credits this side grants cover a full window of responses */
 	if (o->mode == MODE_RPC)
 		p.window = PC_MAX(p.window, cl->window);
+	p.tx_bufs = tx_bufs_for(cl);
 	p.on_conn = cli_on_conn;
 	p.on_msg = cli_on_msg;
 	p.arg = cl;
@@ -772,11 +859,13 @@ int bench_client(const struct bench_opts *o, struct bench_result *r)
 	struct bclient cl = { .o = o };
 	struct progress pg = { 0 };
 	struct pc_engine *e = NULL;
+	uint64_t t0 = bench_now_ns(), t1, t2;
 	uint32_t i;
 	int ret = -1;
 
 	cl.limit = o->count ? o->count : UINT64_MAX;
-	cl.window = o->mode == MODE_SEND ? 1 : o->window;
+	cl.window = o->mode == MODE_SEND && o->producer == PROD_THREAD ? 1 : o->window;
+	cl.ack_every = PC_MAX(cl.window / 4, 1u);
 	/* every slot of a write or read region is moved at least once */
 	if (o->count && cl.window > o->count)
 		cl.window = (uint32_t)o->count;
@@ -790,13 +879,25 @@ int bench_client(const struct bench_opts *o, struct bench_result *r)
 		fail_main(r, "cannot start the engine: %s", pc_last_error());
 		goto out;
 	}
+	t1 = bench_now_ns();
 	if (client_connect(&cl, e, r))
 		goto out;
+	t2 = bench_now_ns();
+	fprintf(stderr, PROG " %s: engine up in %.2f s, %u connection%s in %.2f s\n",
+		bench_mode_name(o->mode), (double)(t1 - t0) / 1e9, o->conns, o->conns > 1 ? "s" : "",
+		(double)(t2 - t1) / 1e9);
 	if ((o->mode == MODE_WRITE || o->mode == MODE_READ) && region_setup(&cl))
 		goto out;
+	if (o->mode == MODE_SEND && o->producer == PROD_WORKER) {
+		struct bench_ctl req = { .op = CTL_ACKS, .slots = cl.ack_every };
+
+		if (ctl_all(&cl, &req))
+			goto out;
+	}
 	pg.t_start = pg.t_moved = bench_now_ns();
 	pg.t_next = pg.t_start + 1000000000ull;
-	if (o->mode == MODE_SEND ? send_loop(&cl, &pg) : kick(&cl) || wait_done(&cl, &pg))
+	if (o->mode == MODE_SEND && o->producer == PROD_THREAD ? send_loop(&cl, &pg)
+							       : kick(&cl) || wait_done(&cl, &pg))
 		goto out;
 	if (check_counts(&cl, r, pg.t_start))
 		goto out;
@@ -811,7 +912,10 @@ out:
 	atomic_store_explicit(&cl.stop, 1, memory_order_relaxed);
 	for (i = 0; cl.cc && i < o->conns; i++)
 		pc_mem_dereg(cl.cc[i].mr);
+	t1 = bench_now_ns();
 	pc_engine_destroy(e);
+	fprintf(stderr, PROG " %s: engine down in %.2f s\n", bench_mode_name(o->mode),
+		(double)(bench_now_ns() - t1) / 1e9);
 	client_free(&cl);
 	return ret;
 }

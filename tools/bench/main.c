@@ -127,12 +127,17 @@ static void usage(FILE *f)
 		"                      [-q|--connections C] [--workers N] [-w|--window W]\n"
 		"                      [-l|--post-batch B] [-Q|--signal-every N] [--poll-batch N]\n"
 		"                      [-t|--tx-depth D] [-r|--rx-depth D] [--no-numa] [--json]\n"
+		"                      [--producer worker|thread]\n"
 		"defaults: port %d, size 64, duration 5 s (--quick: 1 s), 1 connection, 1 worker;\n"
-		"window (in flight per connection): rpc 1, write and read 128; in send mode the\n"
-		"server's --window (receive credits, default 64) bounds it. --post-batch (send\n"
-		"mode): messages the sending thread submits per connection at a time, default 32.\n"
-		"-t: send queue depth per QP (default 256); -r: receive buffers and SRQ depth.\n"
-		"-n counts per connection. Exit: 0 all checks passed, 1 mismatch or error, 2 usage.\n",
+		"window (in flight per connection): rpc 1, send, write and read 128; the server's\n"
+		"--window (its receive credits, default 64) bounds messages in flight too.\n"
+		"send mode, --producer worker (default): the server acknowledges every window/4th\n"
+		"message and the client's worker tops up to the window on each; --producer thread:\n"
+		"the main thread submits --post-batch messages per connection at a time (default\n"
+		"32) through the submission ring, and the server's credits alone bound them.\n"
+		"-t: send queue depth per QP (default 256); -r: receive buffers and SRQ depth;\n"
+		"-Q: signal every Nth send (default 16). -n counts per connection.\n"
+		"Exit: 0 all checks passed, 1 a mismatch or an error, 2 a usage error.\n",
 		BENCH_PORT);
 }
 
@@ -176,7 +181,10 @@ static int u32_arg(const char *opt, const char *s, uint32_t min, uint32_t max, u
 	return 0;
 }
 
-enum { O_WORKERS = 256, O_POLL, O_NONUMA, O_JSON, O_QUICK, O_BIND, O_MAXSIZE, O_UNDER, O_INLINE };
+enum {
+	O_WORKERS = 256, O_POLL, O_NONUMA, O_JSON, O_QUICK, O_BIND, O_MAXSIZE, O_UNDER, O_INLINE,
+	O_PRODUCER,
+};
 
 static const struct option long_opts[] = {
 	{ "mode", required_argument, NULL, 'm' },
@@ -191,6 +199,7 @@ static const struct option long_opts[] = {
 	{ "tx-depth", required_argument, NULL, 't' },
 	{ "rx-depth", required_argument, NULL, 'r' },
 	{ "inline", required_argument, NULL, O_INLINE },
+	{ "producer", required_argument, NULL, O_PRODUCER },
 	{ "workers", required_argument, NULL, O_WORKERS },
 	{ "poll-batch", required_argument, NULL, O_POLL },
 	{ "no-numa", no_argument, NULL, O_NONUMA },
@@ -211,14 +220,15 @@ static bool server_only(int c)
 
 static bool client_only(int c)
 {
-	return (c < 128 && strchr("msDnql", c)) || c == O_JSON || c == O_QUICK || c == O_INLINE;
+	return (c < 128 && strchr("msDnql", c)) || c == O_JSON || c == O_QUICK || c == O_INLINE ||
+	       c == O_PRODUCER;
 }
 
 struct parsed {
 	struct bench_opts o;
 	const char *bind;
 	uint32_t max_size;
-	bool seen_window, seen_batch;
+	bool seen_window, seen_batch, seen_producer;
 };
 
 static int parse_mode(const char *s, enum bench_mode *m)
@@ -275,6 +285,13 @@ static int parse_one(int c, const char *arg, struct parsed *p)
 	case O_NONUMA: o->no_numa = true; return 0;
 	case O_JSON: o->json = true; return 0;
 	case O_QUICK: o->quick = true; return 0;
+	case O_PRODUCER:
+		p->seen_producer = true;
+		if (!strcmp(arg, "worker") || !strcmp(arg, "thread")) {
+			o->producer = arg[0] == 'w' ? PROD_WORKER : PROD_THREAD;
+			return 0;
+		}
+		return bad_usage("--producer: '%s' is not worker or thread", arg);
 	case O_INLINE:
 		return bad_usage("--inline: the engine has no inline setting: it inlines every "
 				 "send that fits the QP's max_inline_data (64 bytes on rxe)");
@@ -292,13 +309,19 @@ static int finish_client(struct parsed *p)
 		return bad_usage("--count and --duration exclude each other");
 	if (!o->count && !(o->duration_s > 0))
 		o->duration_s = o->quick ? 1 : 5;
-	if (o->mode == MODE_SEND && p->seen_window)
-		return bad_usage("--window: in send mode the server's --window (its receive "
-				 "credits) bounds the messages in flight");
-	if (o->mode != MODE_SEND && p->seen_batch)
-		return bad_usage("--post-batch: send mode only (in rpc, write and read the "
-				 "worker chains whatever its callbacks issue in one turn)");
-	if (!p->seen_window)
+	bool thread = o->mode == MODE_SEND && o->producer == PROD_THREAD;
+
+	if (o->mode != MODE_SEND && p->seen_producer)
+		return bad_usage("--producer: send mode only");
+	if (thread && p->seen_window)
+		return bad_usage("--window: with --producer thread the server's --window (its "
+				 "receive credits) bounds the messages in flight");
+	if (!thread && p->seen_batch)
+		return bad_usage("--post-batch: send mode with --producer thread only (otherwise "
+				 "the worker chains whatever its callbacks issue in one turn)");
+	if (thread)
+		o->window = 0; /* the server's */
+	else if (!p->seen_window)
 		o->window = o->mode == MODE_RPC ? 1 : 128;
 	if (!p->seen_batch)
 		o->post_batch = 32;
@@ -378,11 +401,12 @@ static void print_json(const struct bench_opts *o, const struct bench_result *r)
 	double rate = rate_of(o, r);
 
 	printf("{\"mode\": \"%s\", \"size\": %u, \"connections\": %u, \"workers\": %u, "
-	       "\"window\": %u, \"seconds\": %.6f, \"sent\": %" PRIu64 ", \"completed\": %" PRIu64
+	       "\"window\": %u, \"post_batch\": %u, \"seconds\": %.6f, \"sent\": %" PRIu64 ", \"completed\": %" PRIu64
 	       ", \"received\": %" PRIu64 ", \"bytes_sent\": %" PRIu64
 	       ", \"bytes_received\": %" PRIu64 ", \"disorder\": %" PRIu64 ", \"verified\": %s, "
 	       "\"rate\": %.1f, \"mb_s\": %.3f",
-	       bench_mode_name(o->mode), o->size, o->conns, o->workers, o->window, r->secs,
+	       bench_mode_name(o->mode), o->size, o->conns, o->workers, o->window,
+	       o->mode == MODE_SEND && o->producer == PROD_THREAD ? o->post_batch : 0, r->secs,
 	       r->sent, r->completed, r->received, r->bytes_sent, r->bytes_received, r->disorder,
 	       o->mode == MODE_WRITE || o->mode == MODE_READ ? (r->verified ? "true" : "false")
 							     : "null",
@@ -408,10 +432,11 @@ static void print_table(const struct bench_opts *o, const struct bench_result *r
 	printf(PROG " %s to %s port %u: %u connection%s, %u B, %u worker%s, ",
 	       bench_mode_name(o->mode), o->addr, o->port, o->conns, o->conns > 1 ? "s" : "",
 	       o->size, o->workers, o->workers > 1 ? "s" : "");
-	if (o->mode == MODE_SEND)
-		printf("post batch %u\n", o->post_batch);
+	if (o->mode == MODE_SEND && o->producer == PROD_THREAD)
+		printf("sent by the main thread, post batch %u\n", o->post_batch);
 	else
-		printf("window %u\n", o->window);
+		printf("window %u%s\n", o->window,
+		       o->mode == MODE_SEND ? ", sent by the worker on acknowledgements" : "");
 	printf("  %-10s %.3f s\n", "elapsed", r->secs);
 	printf("  %-10s %" PRIu64 " %s\n", "sent", r->sent, u);
 	if (o->mode != MODE_SEND)

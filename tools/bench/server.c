@@ -4,8 +4,9 @@
  *
  * On its worker it counts the data messages and bytes of each connection,
  * checks their sequence numbers, answers requests in place (pc_reply of
- * the received buffer) and one-way messages not at all, and answers the
- * control requests CTL_REPORT and CTL_DIGEST itself. What needs a syscall
+ * the received buffer) and one-way messages not at all, or every Nth one
+ * when the client asked for acknowledgements (CTL_ACKS), and answers the
+ * control requests CTL_REPORT, CTL_ACKS and CTL_DIGEST itself. What needs a syscall
  * (registering a region for CTL_REGION, freeing one when its connection
  * closes) goes to the main thread through a small locked queue and a pipe;
  * the main thread is attached to application slot 0 so that it can
@@ -28,6 +29,8 @@
 struct sconn {
 	/* the worker's */
 	uint64_t msgs, bytes, disorder, next;
+	uint64_t bad_want, bad_got;	/* the first message out of order */
+	uint32_t ack_every, ack_left;	/* send mode, worker producer: acknowledge every Nth */
 	uint32_t undercount;	/* countdown to the next message left uncounted */
 	/* set by the main thread before it answers CTL_REGION */
 	uint8_t *region;
@@ -78,22 +81,23 @@ static void enqueue(struct server *s, enum job_kind kind, struct sconn *sc, stru
 		fprintf(stderr, PROG " server: waking the main thread: %s\n", strerror(errno));
 }
 
-static void srv_on_conn(struct pc_conn *conn, enum pc_conn_event ev, void *arg)
+/*
+ * The record of @conn, made by whichever comes first on its worker: on_conn
+ * (PC_CONN_UP) or the first message. On rxe the passive side has been seen
+ * to deliver the client's first messages before PC_CONN_UP.
+ */
+static struct sconn *sconn_get(struct server *s, struct pc_conn *conn)
 {
-	struct server *s = arg;
 	struct sconn *sc = pc_conn_user(conn);
 	struct pc_conn_info ci;
 
-	if (ev == PC_CONN_DOWN) {
-		if (sc)
-			enqueue(s, JOB_CLOSED, sc, NULL);
-		return;
-	}
+	if (sc)
+		return sc;
 	sc = calloc(1, sizeof(*sc));
 	if (!sc) {
 		fprintf(stderr, PROG " server: out of memory; closing a connection\n");
 		pc_close(conn);
-		return;
+		return NULL;
 	}
 	pc_conn_info(conn, &ci);
 	sc->conn = conn;
@@ -105,6 +109,18 @@ static void srv_on_conn(struct pc_conn *conn, enum pc_conn_event ev, void *arg)
 	s->live = sc;
 	pthread_mutex_unlock(&s->lock);
 	pc_conn_set_user(conn, sc);
+	return sc;
+}
+
+static void srv_on_conn(struct pc_conn *conn, enum pc_conn_event ev, void *arg)
+{
+	struct server *s = arg;
+	struct sconn *sc = pc_conn_user(conn);
+
+	if (ev == PC_CONN_UP)
+		sconn_get(s, conn);
+	else if (sc)
+		enqueue(s, JOB_CLOSED, sc, NULL);
 }
 
 static void reply_ctl(struct pc_msg *m, const struct bench_ctl *c)
@@ -140,6 +156,9 @@ static void srv_ctl(struct server *s, struct sconn *sc, struct pc_msg *m)
 		else
 			c.status = -ENOENT;
 		break;
+	case CTL_ACKS:
+		sc->ack_every = sc->ack_left = c.slots;
+		break;
 	case CTL_REGION:
 		enqueue(s, JOB_REGION, sc, m);
 		return;
@@ -152,7 +171,7 @@ static void srv_ctl(struct server *s, struct sconn *sc, struct pc_msg *m)
 static void srv_on_msg(struct pc_msg *m, void *arg)
 {
 	struct server *s = arg;
-	struct sconn *sc = pc_conn_user(m->conn);
+	struct sconn *sc = sconn_get(s, m->conn);
 	int ret;
 
 	if (pc_unlikely(!sc)) {
@@ -163,8 +182,11 @@ static void srv_on_msg(struct pc_msg *m, void *arg)
 		srv_ctl(s, sc, m);
 		return;
 	}
-	if (pc_unlikely(bench_stamp_of(m->data, m->len) != (sc->next & bench_stamp_mask(m->len))))
-		sc->disorder++;
+	if (pc_unlikely(bench_stamp_of(m->data, m->len) != (sc->next & bench_stamp_mask(m->len))) &&
+	    !sc->disorder++) {
+		sc->bad_want = sc->next;
+		sc->bad_got = bench_stamp_of(m->data, m->len);
+	}
 	sc->next++;
 	if (pc_unlikely(sc->undercount) && !--sc->undercount)
 		sc->undercount = s->o->undercount_every; /* testing clients: not counted */
@@ -172,13 +194,20 @@ static void srv_on_msg(struct pc_msg *m, void *arg)
 		sc->msgs++;
 		sc->bytes += m->len;
 	}
-	if (m->type != PC_MSG_REQUEST) {
+	if (m->type == PC_MSG_REQUEST) {
+		ret = pc_reply(m);
+	} else if (pc_unlikely(sc->ack_every) && !--sc->ack_left) {
+		/* the received buffer goes back with the count */
+		sc->ack_left = sc->ack_every;
+		memcpy(m->data, &sc->next, sizeof(sc->next));
+		m->len = sizeof(sc->next);
+		ret = pc_send(m);
+	} else {
 		pc_msg_release(m);
 		return;
 	}
-	ret = pc_reply(m);
 	if (pc_unlikely(ret)) {
-		fprintf(stderr, PROG " server: reply failed: %s\n", pc_last_error());
+		fprintf(stderr, PROG " server: answer failed: %s\n", pc_last_error());
 		if (ret != -ENOTCONN)
 			pc_msg_release(m);
 	}
@@ -243,8 +272,12 @@ static void unlink_live(struct server *s, struct sconn *sc)
 static void do_closed(struct server *s, struct sconn *sc)
 {
 	printf(PROG " server: %s qp 0x%x closed: %" PRIu64 " messages, %" PRIu64
-		    " bytes, %" PRIu64 " out of order\n",
+		    " bytes, %" PRIu64 " out of order",
 	       sc->device, sc->qpn, sc->msgs, sc->bytes, sc->disorder);
+	if (sc->disorder)
+		printf(" (the first: message %" PRIu64 " carried sequence number %" PRIu64 ")",
+		       sc->bad_want, sc->bad_got);
+	printf("\n");
 	fflush(stdout);
 	s->conns++;
 	s->msgs += sc->msgs;
