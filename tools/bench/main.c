@@ -13,6 +13,7 @@
  * 2: a usage error).
  */
 #include "bench.h"
+#include "../cli.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -375,20 +376,6 @@ static int parse(int argc, char **argv, bool server, struct parsed *p)
 
 /* --- output ---------------------------------------------------------------------------- */
 
-static void json_str(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			printf("\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			printf("\\u%04x", *s);
-		else
-			putchar(*s);
-	}
-	putchar('"');
-}
-
 static double rate_of(const struct bench_opts *o, const struct bench_result *r)
 {
 	uint64_t n = o->mode == MODE_SEND ? r->received : r->completed;
@@ -418,7 +405,7 @@ static void print_json(const struct bench_opts *o, const struct bench_result *r)
 		       hist_quantile(r->lat, 0.999) / 1e3, (double)r->lat->min / 1e3,
 		       (double)r->lat->max / 1e3);
 	printf(", \"check\": \"%s\", \"error\": ", r->error[0] ? "failed" : "ok");
-	json_str(r->error);
+	cli_json_str(r->error);
 	printf("}\n");
 }
 
