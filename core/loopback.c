@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include <pollcore/verbs.h>
+#include "verbs_pvt.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -34,21 +34,21 @@ int pc_loopback_create(struct pc_dev *dev, struct pc_loopback *lb, uint32_t dept
 					   dev->name, depth, strerror(errno));
 			goto err;
 		}
-		ret = pc_qp_to_init(dev, lb->qp[i], access);
+		ret = qp_to_init(dev, lb->qp[i], access);
 		if (ret)
 			goto err;
 	}
 	for (i = 0; i < 2; i++) {
-		struct pc_qp_peer peer = {
+		struct qp_peer peer = {
 			.gid = dev->gid,
 			.qpn = lb->qp[!i]->qp_num,
 			.psn = lb->qp[!i]->qp_num * 7919u,
 		};
 
-		ret = pc_qp_to_rtr(dev, lb->qp[i], &peer);
+		ret = qp_to_rtr(dev, lb->qp[i], &peer);
 		if (ret)
 			goto err;
-		ret = pc_qp_to_rts(dev, lb->qp[i], lb->qp[i]->qp_num * 7919u);
+		ret = qp_to_rts(dev, lb->qp[i], lb->qp[i]->qp_num * 7919u);
 		if (ret)
 			goto err;
 	}

@@ -82,6 +82,46 @@ static inline void *sq_slot_ctx(uintptr_t e)
 }
 
 /*
+ * The slot a completion of @ctx belongs to, or q->head if none. On success
+ * it is the first signaled slot, which must hold @ctx; with an error, the
+ * first slot holding @ctx. Pointers are compared, never dereferenced: a
+ * stray completion (a flush after its queue was abandoned) may name memory
+ * given back long ago.
+ */
+static inline uint32_t sq_find(const struct sq *q, const void *ctx, bool error)
+{
+	uint32_t t;
+
+	for (t = q->tail; t != q->head; t++) {
+		uintptr_t e = q->slot[t & q->mask];
+
+		if (error ? sq_slot_ctx(e) == ctx : (e & SQ_SIGNALED) != 0)
+			return error || sq_slot_ctx(e) == ctx ? t : q->head;
+	}
+	return q->head;
+}
+
+/*
+ * Retire every WR up to slot @t (from sq_find()): those before it
+ * completed fine, and @t itself failed if @error. @fn(arg, ctx, failed) is
+ * called for each, oldest first. Returns the number retired.
+ */
+static inline uint32_t sq_retire_to(struct sq *q, uint32_t t, bool error,
+				    void (*fn)(void *arg, void *ctx, bool failed), void *arg)
+{
+	uint32_t n = 0;
+
+	while (q->tail != t) {
+		fn(arg, sq_slot_ctx(q->slot[q->tail & q->mask]), false);
+		q->tail++;
+		n++;
+	}
+	fn(arg, sq_slot_ctx(q->slot[q->tail & q->mask]), error);
+	q->tail++;
+	return n + 1;
+}
+
+/*
  * Retire WRs for one completion of @ctx. On success every WR up to and
  * including the first signaled slot is done; with an error, the WRs before
  * the first slot holding @ctx completed fine and that one failed (each
@@ -94,25 +134,9 @@ static inline void *sq_slot_ctx(uintptr_t e)
 static inline uint32_t sq_retire(struct sq *q, const void *ctx, bool error,
 				 void (*fn)(void *arg, void *ctx, bool failed), void *arg)
 {
-	uint32_t n = 0, t;
+	uint32_t t = sq_find(q, ctx, error);
 
-	/* find the slot this completion belongs to */
-	for (t = q->tail; t != q->head; t++) {
-		uintptr_t e = q->slot[t & q->mask];
-
-		if (error ? sq_slot_ctx(e) == ctx : (e & SQ_SIGNALED) != 0)
-			break;
-	}
-	if (t == q->head)
-		return 0;
-	while (q->tail != t) {
-		fn(arg, sq_slot_ctx(q->slot[q->tail & q->mask]), false);
-		q->tail++;
-		n++;
-	}
-	fn(arg, sq_slot_ctx(q->slot[q->tail & q->mask]), error);
-	q->tail++;
-	return n + 1;
+	return t == q->head ? 0 : sq_retire_to(q, t, error, fn, arg);
 }
 
 /*

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include <pollcore/verbs.h>
+#include "verbs_pvt.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,28 +51,33 @@ static int dev_query(struct pc_dev *dev)
 	return 0;
 }
 
+int dev_pick(struct ibv_device *const *devs, int n, const char *name)
+{
+	int i;
+
+	if (n <= 0)
+		return pc_set_error(-ENODEV, "no RDMA device found (is a driver loaded? try ibv_devices)");
+	if (!name)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (strcmp(ibv_get_device_name(devs[i]), name) == 0)
+			return i;
+	return pc_set_error(-ENODEV, "RDMA device '%s' not found (%d present)", name, n);
+}
+
 struct pc_dev *pc_dev_open(const char *name, uint8_t port, int gid_index)
 {
-	struct ibv_device **list, *found = NULL;
+	struct ibv_device **list, *found;
 	struct pc_dev *dev;
 	int n = 0, i, ret;
 
 	list = ibv_get_device_list(&n);
-	if (!list || n == 0) {
-		pc_set_error(-ENODEV, "no RDMA device found (is a driver loaded? try ibv_devices)");
-		if (list)
-			ibv_free_device_list(list);
-		errno = ENODEV;
-		return NULL;
-	}
-	for (i = 0; i < n && !found; i++)
-		if (!name || strcmp(ibv_get_device_name(list[i]), name) == 0)
-			found = list[i];
-	if (!found) {
-		pc_set_error(-ENODEV, "RDMA device '%s' not found (%d devices present)", name, n);
-		ret = ENODEV;
+	i = dev_pick(list, list ? n : 0, name);
+	if (i < 0) {
+		ret = -i;
 		goto err_list;
 	}
+	found = list[i];
 	dev = calloc(1, sizeof(*dev));
 	if (!dev) {
 		ret = ENOMEM;
@@ -99,7 +104,8 @@ err_ctx:
 err_dev:
 	free(dev);
 err_list:
-	ibv_free_device_list(list);
+	if (list)
+		ibv_free_device_list(list);
 	errno = ret;
 	return NULL;
 }
@@ -145,7 +151,7 @@ static int qp_modify(const struct pc_dev *dev, struct ibv_qp *qp, struct ibv_qp_
 	return 0;
 }
 
-int pc_qp_to_init(const struct pc_dev *dev, struct ibv_qp *qp, int access)
+int qp_to_init(const struct pc_dev *dev, struct ibv_qp *qp, int access)
 {
 	struct ibv_qp_attr a = {
 		.qp_state = IBV_QPS_INIT,
@@ -159,7 +165,7 @@ int pc_qp_to_init(const struct pc_dev *dev, struct ibv_qp *qp, int access)
 			 "INIT");
 }
 
-int pc_qp_to_rtr(const struct pc_dev *dev, struct ibv_qp *qp, const struct pc_qp_peer *peer)
+int qp_to_rtr(const struct pc_dev *dev, struct ibv_qp *qp, const struct qp_peer *peer)
 {
 	struct ibv_qp_attr a = {
 		.qp_state = IBV_QPS_RTR,
@@ -185,7 +191,7 @@ int pc_qp_to_rtr(const struct pc_dev *dev, struct ibv_qp *qp, const struct pc_qp
 			 "RTR");
 }
 
-int pc_qp_to_rts(const struct pc_dev *dev, struct ibv_qp *qp, uint32_t psn)
+int qp_to_rts(const struct pc_dev *dev, struct ibv_qp *qp, uint32_t psn)
 {
 	struct ibv_qp_attr a = {
 		.qp_state = IBV_QPS_RTS,
@@ -202,7 +208,7 @@ int pc_qp_to_rts(const struct pc_dev *dev, struct ibv_qp *qp, uint32_t psn)
 			 "RTS");
 }
 
-int pc_qp_to_err(const struct pc_dev *dev, struct ibv_qp *qp)
+int qp_to_err(const struct pc_dev *dev, struct ibv_qp *qp)
 {
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
 

@@ -13,6 +13,7 @@
 #ifndef PC_WIRE_H
 #define PC_WIRE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -70,15 +71,23 @@ static pc_always_inline int wire_hdr_parse(const void *buf, uint32_t len, struct
 	return 0;
 }
 
-/* rdma_cm private data of a pollcore peer (connect and accept). */
+/*
+ * rdma_cm private data of a pollcore peer (connect and accept). @window is
+ * the most credits this side will ever have granted and not seen used: the
+ * peer takes a grant that would put it further ahead for a broken one.
+ * pollcore grants nothing up front (@credits 0): its worker grants every
+ * credit, the first ones included, by RDMA WRITE once the connection is up,
+ * within the room its SRQ has (docs/architecture.md, credits).
+ */
 struct wire_cm_priv {
 	uint32_t magic;		/* PC_CM_MAGIC */
-	uint32_t credits;	/* receive credits granted up front */
+	uint32_t credits;	/* receive credits granted up front (<= window) */
 	uint64_t credit_addr;	/* where to RDMA WRITE later grants (u64, cumulative) */
 	uint32_t credit_rkey;
 	uint32_t max_msg;	/* largest payload accepted */
+	uint32_t window;	/* credits outstanding at most */
 } __attribute__((packed));
-static_assert(sizeof(struct wire_cm_priv) == 24, "private data layout");
+static_assert(sizeof(struct wire_cm_priv) == 28, "private data layout");
 static_assert(sizeof(struct wire_cm_priv) <= 56, "fits IB CM REQ private data");
 
 /* A grant larger than this is nonsense (or an attack on our counters). */
@@ -88,12 +97,13 @@ static_assert(sizeof(struct wire_cm_priv) <= 56, "fits IB CM REQ private data");
  * wire_cm_fill - our private data for connect or accept.
  * @priv: filled.
  * @credits: receive credits we grant up front.
+ * @window: the most credits we will have granted and not seen used.
  * @credit_addr: address of our credit word, for the peer's RDMA WRITEs.
  * @credit_rkey: its rkey.
  * @max_msg: largest payload we accept.
  */
-void wire_cm_fill(struct wire_cm_priv *priv, uint32_t credits, uint64_t credit_addr,
-		  uint32_t credit_rkey, uint32_t max_msg);
+void wire_cm_fill(struct wire_cm_priv *priv, uint32_t credits, uint32_t window,
+		  uint64_t credit_addr, uint32_t credit_rkey, uint32_t max_msg);
 
 /**
  * wire_cm_parse - what the peer said in its private data.
@@ -102,13 +112,43 @@ void wire_cm_fill(struct wire_cm_priv *priv, uint32_t credits, uint64_t credit_a
  * @len: its length.
  * @out: filled for a pollcore peer.
  *
- * A peer without pollcore private data (none, too short, other magic) is
- * raw. A peer that claims pollcore but sends impossible parameters (no
- * credits or more than WIRE_MAX_CREDITS, rkey 0, max_msg 0) is refused.
+ * A peer without pollcore private data (none, or not starting with
+ * PC_CM_MAGIC) is raw. A peer that claims pollcore but sends too little or
+ * impossible parameters (window 0 or above WIRE_MAX_CREDITS, more credits
+ * than its window, rkey 0, max_msg 0) is refused.
  *
  * Return: 1 for a pollcore peer, 0 for a raw one, or -EPROTO with
  * pc_last_error() set.
  */
 int wire_cm_parse(const char *who, const void *data, size_t len, struct wire_cm_priv *out);
+
+/*
+ * rdma_cm private data of a pollcore server's reject: why, in words, for
+ * the client's error (IB CM REJ carries up to 148 bytes).
+ */
+#define PC_REJ_MAGIC 0x50435231u	/* "PCR1" */
+struct wire_cm_rej {
+	uint32_t magic;		/* PC_REJ_MAGIC */
+	char why[120];		/* NUL-terminated */
+};
+static_assert(sizeof(struct wire_cm_rej) <= 148, "fits IB CM REJ private data");
+
+/**
+ * wire_rej_fill - a reject saying @why (truncated to fit).
+ * @rej: filled.
+ * @why: the reason.
+ */
+void wire_rej_fill(struct wire_cm_rej *rej, const char *why);
+
+/**
+ * wire_rej_parse - the reason in a reject's private data.
+ * @data: the private data (may be NULL).
+ * @len: its length.
+ * @out: the reason, NUL-terminated, printable characters only.
+ * @outlen: size of @out (at least 1).
+ *
+ * Return: true when @data is a pollcore reject (then @out is set).
+ */
+bool wire_rej_parse(const void *data, size_t len, char *out, size_t outlen);
 
 #endif /* PC_WIRE_H */

@@ -26,7 +26,6 @@ struct planner {
 	const struct pc_topo *t;
 	struct core *cores;
 	int nr_cores;
-	int nr_slots; /* cores, or PUs with PC_PLAN_ALLOW_SMT */
 	struct pc_nic_locality *locs;
 	unsigned int nr_devices;
 	struct hwloc_distances_s *dist; /* NUMA latency matrix, or NULL */
@@ -41,6 +40,8 @@ const char *pc_plan_reason_str(enum pc_plan_reason reason)
 		return "local cores all taken: nearest other NUMA node";
 	case PC_PLAN_SMT_SIBLING:
 		return "all cores taken: SMT sibling";
+	case PC_PLAN_EXPLICIT:
+		return "given by the caller";
 	}
 	return "?";
 }
@@ -106,7 +107,6 @@ static int collect_cores(struct planner *p, const struct pc_plan_policy *pol)
 			continue;
 		c->obj = o;
 		c->node = numa_node_of_pu(h, c->pus[0], NULL);
-		p->nr_slots += pol->flags & PC_PLAN_ALLOW_SMT ? c->nr_pus : 1;
 		p->nr_cores++;
 	}
 	hwloc_bitmap_free(hk);
@@ -180,21 +180,85 @@ static int pick(const struct planner *p, unsigned int d, int per_core, bool loca
 	return best;
 }
 
-static void place(struct planner *p, struct pc_plan_entry *e, unsigned int d, int ci,
-		  enum pc_plan_reason reason)
+/* Fills @e: worker of device @d on @pu, whose core (or PU, without cores) is @obj. */
+static void entry_fill(const struct planner *p, struct pc_plan_entry *e, unsigned int d, int pu,
+		       hwloc_obj_t obj, enum pc_plan_reason reason)
 {
-	struct core *c = &p->cores[ci];
-	int pu = c->pus[c->nr_used++];
 	hwloc_obj_t node = numa_node_of_pu(p->t->h, pu, p->locs[d].nodeset);
 
 	e->device = d;
 	snprintf(e->device_name, sizeof(e->device_name), "%s", p->locs[d].name);
 	e->pu = pu;
-	e->core = c->obj->type == HWLOC_OBJ_CORE ? (int)c->obj->os_index : -1;
-	e->core_logical = (int)c->obj->logical_index;
+	e->core = obj->type == HWLOC_OBJ_CORE ? (int)obj->os_index : -1;
+	e->core_logical = (int)obj->logical_index;
 	e->numa_node = node ? (int)node->os_index : -1;
 	e->local = hwloc_bitmap_isset(p->locs[d].cpuset, pu);
-	e->reason = e->local && reason != PC_PLAN_SMT_SIBLING ? PC_PLAN_LOCAL : reason;
+	e->reason = e->local && reason == PC_PLAN_SPILL_FULL ? PC_PLAN_LOCAL : reason;
+}
+
+static void place(struct planner *p, struct pc_plan_entry *e, unsigned int d, int ci,
+		  enum pc_plan_reason reason)
+{
+	struct core *c = &p->cores[ci];
+
+	entry_fill(p, e, d, c->pus[c->nr_used++], c->obj, reason);
+}
+
+/*
+ * Places the workers of the devices given explicit PUs, and takes their
+ * cores away from the planner. Marks those devices as placed.
+ */
+static int place_explicit(struct planner *p, struct pc_plan *plan, unsigned int *placed,
+			  unsigned int w, const struct pc_plan_policy *pol)
+{
+	hwloc_topology_t h = p->t->h;
+	hwloc_const_cpuset_t allowed = hwloc_topology_get_allowed_cpuset(h);
+	hwloc_obj_type_t type =
+	    hwloc_get_nbobjs_by_type(h, HWLOC_OBJ_CORE) ? HWLOC_OBJ_CORE : HWLOC_OBJ_PU;
+
+	for (unsigned int d = 0; pol->device_cpus && d < p->nr_devices; d++) {
+		hwloc_const_cpuset_t set = pol->device_cpus[d];
+		int weight, pu;
+
+		if (!set)
+			continue;
+		weight = hwloc_bitmap_weight(set);
+		if (weight < (int)w)
+			return pc_set_error(-EINVAL, "%s: %d PUs given for %u workers",
+					    p->locs[d].name, weight, w);
+		pu = hwloc_bitmap_first(set);
+		for (unsigned int k = 0; k < w; k++, pu = hwloc_bitmap_next(set, pu)) {
+			hwloc_obj_t obj = hwloc_get_pu_obj_by_os_index(h, (unsigned int)pu);
+
+			if (!obj || !hwloc_bitmap_isset(allowed, pu))
+				return pc_set_error(-EINVAL, "%s: PU %d is not an allowed PU of %s",
+						    p->locs[d].name, pu, topo_origin(p->t));
+			for (unsigned int e = 0; e < d; e++)
+				if (pol->device_cpus[e] && hwloc_bitmap_isset(pol->device_cpus[e], pu))
+					return pc_set_error(-EINVAL, "PU %d given to both %s and %s",
+							    pu, p->locs[e].name, p->locs[d].name);
+			if (type == HWLOC_OBJ_CORE && hwloc_get_ancestor_obj_by_type(h, type, obj))
+				obj = hwloc_get_ancestor_obj_by_type(h, type, obj);
+			entry_fill(p, &plan->entries[d * w + k], d, pu, obj, PC_PLAN_EXPLICIT);
+			/* its core is no one else's */
+			for (int i = 0; i < p->nr_cores; i++)
+				if (hwloc_bitmap_isset(p->cores[i].obj->cpuset, pu))
+					p->cores[i].nr_used = p->cores[i].nr_pus;
+		}
+		placed[d] = w;
+	}
+	return 0;
+}
+
+/* Slots left for planned workers: free cores, or their PUs with PC_PLAN_ALLOW_SMT. */
+static int free_slots(const struct planner *p, const struct pc_plan_policy *pol)
+{
+	int n = 0;
+
+	for (int i = 0; i < p->nr_cores; i++)
+		if (!p->cores[i].nr_used)
+			n += pol->flags & PC_PLAN_ALLOW_SMT ? p->cores[i].nr_pus : 1;
+	return n;
 }
 
 /*
@@ -262,9 +326,9 @@ int pc_plan_build(const struct pc_topo *t, const char *const *devices, unsigned 
 	static const struct pc_plan_policy defaults;
 	const struct pc_plan_policy *pol = policy ? policy : &defaults;
 	struct planner p = {.t = t, .nr_devices = nr_devices};
-	unsigned int w = workers_per_device, total, *placed = NULL;
+	unsigned int w = workers_per_device, total, planned = 0, *placed = NULL;
 	struct pc_plan *plan = NULL;
-	int err;
+	int err, slots;
 
 	err = check_args(t, devices, nr_devices, w, out);
 	if (err)
@@ -286,21 +350,28 @@ int pc_plan_build(const struct pc_topo *t, const char *const *devices, unsigned 
 	err = collect_cores(&p, pol);
 	if (err)
 		goto out;
-	if ((int)total > p.nr_slots) {
-		err = pc_set_error(
-		    -ENOSPC,
-		    "%u workers (%u per device, %u device(s)) but %s has only %d free %s%s", total,
-		    w, nr_devices, topo_origin(t), p.nr_slots,
-		    pol->flags & PC_PLAN_ALLOW_SMT ? "PUs" : "cores",
-		    pol->flags & PC_PLAN_NO_HOUSEKEEPING ? "" : " (housekeeping left out)");
-		goto out;
-	}
 	plan = calloc(1, sizeof(*plan) + total * sizeof(plan->entries[0]));
 	if (!plan) {
 		err = -ENOMEM;
 		goto out;
 	}
 	plan->nr_entries = total;
+	err = place_explicit(&p, plan, placed, w, pol);
+	if (err)
+		goto out;
+	for (unsigned int d = 0; d < nr_devices; d++)
+		if (placed[d] == 0)
+			planned++;
+	slots = free_slots(&p, pol);
+	if ((int)(planned * w) > slots) {
+		err = pc_set_error(
+		    -ENOSPC,
+		    "%u workers (%u per device, %u device(s)) but %s has only %d free %s%s",
+		    planned * w, w, planned, topo_origin(t), slots,
+		    pol->flags & PC_PLAN_ALLOW_SMT ? "PUs" : "cores",
+		    pol->flags & PC_PLAN_NO_HOUSEKEEPING ? "" : " (housekeeping left out)");
+		goto out;
+	}
 	load_distances(&p);
 
 	fill(&p, plan, placed, w, 1, true, PC_PLAN_LOCAL);

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <infiniband/verbs.h>
 
@@ -41,6 +42,15 @@ __attribute__((constructor)) static void pc_test_keep_libpciaccess(void)
 	dlopen("libpciaccess.so.0", RTLD_NOW | RTLD_NODELETE);
 }
 #endif
+
+/* Monotonic milliseconds, for test deadlines. */
+static inline uint64_t pc_test_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
 
 static inline const char *pc_test_env(const char *name, const char *dflt)
 {

@@ -530,6 +530,87 @@ START_TEST(test_housekeeping_override)
 }
 END_TEST
 
+START_TEST(test_explicit_device_cpus)
+{
+	struct pc_topo *t = open_with_device("mlx5_2");
+	const char *dev[] = {"mlx5_0", "mlx5_2"};
+	hwloc_bitmap_t a = hwloc_bitmap_alloc(), b = hwloc_bitmap_alloc();
+	hwloc_const_cpuset_t cpus[2] = {NULL, b};
+	struct pc_plan_policy pol = {.device_cpus = cpus};
+	struct pc_plan *plan = NULL;
+
+	/* mlx5_2 where it is told, in PU order, even on mlx5_0's side */
+	hwloc_bitmap_set(b, 96);
+	hwloc_bitmap_set(b, 12);
+	ck_assert_int_eq(pc_plan_build(t, dev, 2, 2, &pol, &plan), 0);
+	ck_assert_int_eq(plan->entries[2].pu, 12);
+	ck_assert_int_eq(plan->entries[2].reason, PC_PLAN_EXPLICIT);
+	ck_assert(!plan->entries[2].local);
+	ck_assert_int_eq(plan->entries[2].numa_node, 0);
+	ck_assert_int_eq(plan->entries[3].pu, 96);
+	ck_assert_int_eq(plan->entries[3].reason, PC_PLAN_EXPLICIT);
+	ck_assert(plan->entries[3].local);
+	ck_assert_int_eq(plan->entries[3].numa_node, 8);
+	ck_assert_str_eq(plan->entries[3].device_name, "mlx5_2");
+	/* mlx5_0 is planned around it: the core of PU 12 (PUs 12-15) is taken */
+	ck_assert_int_eq(plan->entries[0].pu, 16);
+	ck_assert_int_eq(plan->entries[1].pu, 20);
+	ck_assert_int_eq(plan->entries[0].reason, PC_PLAN_LOCAL);
+	pc_plan_free(plan);
+	plan = NULL;
+
+	/* an explicit PU may sit in the housekeeping core (PUs 8-11) */
+	hwloc_bitmap_zero(b);
+	hwloc_bitmap_set_range(b, 8, 9);
+	ck_assert_int_eq(pc_plan_build(t, dev, 2, 2, &pol, &plan), 0);
+	ck_assert_int_eq(plan->entries[2].pu, 8);
+	ck_assert_int_eq(plan->entries[3].pu, 9);
+	ck_assert_int_eq(plan->entries[0].pu, 12);
+	pc_plan_free(plan);
+	plan = NULL;
+
+	/* fewer PUs than workers */
+	hwloc_bitmap_only(b, 96);
+	ck_assert_int_eq(pc_plan_build(t, dev, 2, 2, &pol, &plan), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(pc_last_error(), "mlx5_2: 1 PUs given for 2 workers"));
+	/* a PU the machine does not have */
+	hwloc_bitmap_set(b, 5000);
+	ck_assert_int_eq(pc_plan_build(t, dev, 2, 2, &pol, &plan), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(pc_last_error(), "PU 5000 is not an allowed PU"));
+	/* one PU for two devices */
+	hwloc_bitmap_zero(a);
+	hwloc_bitmap_set(a, 96);
+	hwloc_bitmap_set(a, 100);
+	hwloc_bitmap_zero(b);
+	hwloc_bitmap_set(b, 96);
+	hwloc_bitmap_set(b, 104);
+	cpus[0] = a;
+	ck_assert_int_eq(pc_plan_build(t, dev, 2, 2, &pol, &plan), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(pc_last_error(), "PU 96 given to both mlx5_0 and mlx5_2"));
+	ck_assert_ptr_null(plan);
+
+	/* explicit workers do not count against the free cores: 40 cores, 1 kept */
+	hwloc_bitmap_zero(b);
+	hwloc_bitmap_set_range(b, 96, 175);
+	cpus[0] = NULL;
+	ck_assert_int_eq(pc_plan_build(t, dev, 2, 20, &pol, &plan), 0);
+	ck_assert_int_eq(plan->entries[20].pu, 96);
+	ck_assert_int_eq(plan->entries[39].pu, 115);
+	pc_plan_free(plan);
+	plan = NULL;
+	/* but their cores do: 20 of mlx5_2's, each with 4 PUs, leave 19 for mlx5_0 */
+	hwloc_bitmap_zero(b);
+	for (int pu = 96; pu < 176; pu += 4)
+		hwloc_bitmap_set(b, pu);
+	ck_assert_int_eq(pc_plan_build(t, dev, 2, 20, &pol, &plan), -ENOSPC);
+	ck_assert_ptr_nonnull(strstr(pc_last_error(), "20 workers (20 per device, 1 device(s))"));
+
+	hwloc_bitmap_free(a);
+	hwloc_bitmap_free(b);
+	pc_topo_close(t);
+}
+END_TEST
+
 START_TEST(test_bad_arguments)
 {
 	struct pc_topo *t;
@@ -904,6 +985,7 @@ static Suite *numa_suite(void)
 	tcase_add_test(tc, test_too_many_workers_enospc);
 	tcase_add_test(tc, test_devices_share_fairly_each_on_its_side);
 	tcase_add_test(tc, test_housekeeping_override);
+	tcase_add_test(tc, test_explicit_device_cpus);
 	tcase_add_test(tc, test_bad_arguments);
 	tcase_add_test(tc, test_unreadable_xml);
 	tcase_add_test(tc, test_netdev_rule_from_sysfs);

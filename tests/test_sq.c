@@ -86,6 +86,27 @@ START_TEST(test_success_retires_up_to_signaled)
 }
 END_TEST
 
+/*
+ * A completion that is not the next signaled WR's (a late flush of a queue
+ * that was abandoned and refilled) matches nothing and retires nothing.
+ */
+START_TEST(test_stray_success_retires_nothing)
+{
+	struct record r = { 0 };
+	unsigned int i;
+
+	for (i = 0; i < 4; i++)
+		sq_push(&q, &ctxs[i], i == 3, false);
+	ck_assert_uint_eq(sq_retire(&q, &ctxs[40], false, rec, &r), 0);
+	ck_assert_uint_eq(sq_retire(&q, &ctxs[1], false, rec, &r), 0);
+	ck_assert_uint_eq(sq_retire(&q, &ctxs[41], true, rec, &r), 0);
+	ck_assert_uint_eq(sq_find(&q, &ctxs[40], true), q.head);
+	ck_assert_uint_eq(r.n, 0);
+	ck_assert_uint_eq(sq_inflight(&q), 4);
+	ck_assert_uint_eq(sq_retire(&q, &ctxs[3], false, rec, &r), 4);
+}
+END_TEST
+
 START_TEST(test_error_retires_to_matching_ctx)
 {
 	struct record r = { 0 };
@@ -189,6 +210,7 @@ int main(void)
 	tcase_add_test(tc, test_space_keeps_marker_slot);
 	tcase_add_test(tc, test_signal_every_nth_and_last);
 	tcase_add_test(tc, test_success_retires_up_to_signaled);
+	tcase_add_test(tc, test_stray_success_retires_nothing);
 	tcase_add_test(tc, test_error_retires_to_matching_ctx);
 	tcase_add_test(tc, test_shared_ctx_matches_oldest);
 	tcase_add_test(tc, test_wraparound_many_laps);

@@ -104,12 +104,14 @@ END_TEST
 START_TEST(test_cm_roundtrip)
 {
 	struct wire_cm_priv p, out;
+	uint32_t len;
 
-	wire_cm_fill(&p, 64, 0xdeadbeef000ull, 0x1234, 4096);
+	wire_cm_fill(&p, 0, 64, 0xdeadbeef000ull, 0x1234, 4096);
 	memset(&out, 0, sizeof(out));
 	ck_assert_int_eq(wire_cm_parse("dev0", &p, sizeof(p), &out), 1);
 	ck_assert_uint_eq(out.magic, PC_CM_MAGIC);
-	ck_assert_uint_eq(out.credits, 64);
+	ck_assert_uint_eq(out.credits, 0);	/* pollcore grants nothing up front */
+	ck_assert_uint_eq(out.window, 64);
 	ck_assert_uint_eq(out.credit_addr, 0xdeadbeef000ull);
 	ck_assert_uint_eq(out.credit_rkey, 0x1234);
 	ck_assert_uint_eq(out.max_msg, 4096);
@@ -117,10 +119,14 @@ START_TEST(test_cm_roundtrip)
 	memset(buf, 0, sizeof(buf));
 	memcpy(buf + 0, &p, sizeof(p));
 	ck_assert_int_eq(wire_cm_parse("dev0", buf, 56, &out), 1);
-	/* the largest grant allowed */
-	wire_cm_fill(&p, WIRE_MAX_CREDITS, 8, 1, 1);
+	/* the largest grant allowed, up front */
+	wire_cm_fill(&p, WIRE_MAX_CREDITS, WIRE_MAX_CREDITS, 8, 1, 1);
 	ck_assert_int_eq(wire_cm_parse("dev0", &p, sizeof(p), &out), 1);
 	ck_assert_uint_eq(out.credits, WIRE_MAX_CREDITS);
+	ck_assert_uint_eq(out.window, WIRE_MAX_CREDITS);
+	/* the window field sits after the 24 bytes of the first layout */
+	memcpy(&len, (uint8_t *)&p + 24, 4);
+	ck_assert_uint_eq(len, WIRE_MAX_CREDITS);
 }
 END_TEST
 
@@ -129,11 +135,11 @@ START_TEST(test_cm_raw_peers)
 	struct wire_cm_priv p, out;
 
 	memset(&out, 0x5a, sizeof(out));
-	/* no private data, too short, or someone else's: a raw peer */
+	/* no private data, shorter than the magic, or someone else's: a raw peer */
 	ck_assert_int_eq(wire_cm_parse("dev0", NULL, 0, &out), 0);
 	ck_assert_int_eq(wire_cm_parse("dev0", NULL, 56, &out), 0);
-	wire_cm_fill(&p, 64, 8, 1, 4096);
-	ck_assert_int_eq(wire_cm_parse("dev0", &p, sizeof(p) - 1, &out), 0);
+	wire_cm_fill(&p, 0, 64, 8, 1, 4096);
+	ck_assert_int_eq(wire_cm_parse("dev0", &p, 3, &out), 0);
 	p.magic ^= 0x100;
 	ck_assert_int_eq(wire_cm_parse("dev0", &p, sizeof(p), &out), 0);
 	/* and @out is left alone */
@@ -144,24 +150,68 @@ END_TEST
 START_TEST(test_cm_invalid)
 {
 	static const struct {
-		uint32_t credits, rkey, max_msg;
+		uint32_t credits, window, rkey, max_msg;
 	} bad[] = {
-		{ 0, 1, 4096 },
-		{ WIRE_MAX_CREDITS + 1, 1, 4096 },
-		{ UINT32_MAX, 1, 4096 },
-		{ 64, 0, 4096 },
-		{ 64, 1, 0 },
+		{ 0, 0, 1, 4096 },
+		{ 0, WIRE_MAX_CREDITS + 1, 1, 4096 },
+		{ 0, UINT32_MAX, 1, 4096 },
+		{ 65, 64, 1, 4096 },
+		{ UINT32_MAX, 64, 1, 4096 },
+		{ 0, 64, 0, 4096 },
+		{ 0, 64, 1, 0 },
 	};
 	struct wire_cm_priv p, out;
 	unsigned int i;
+	size_t len;
 
 	for (i = 0; i < PC_ARRAY_SIZE(bad); i++) {
-		wire_cm_fill(&p, bad[i].credits, 8, bad[i].rkey, bad[i].max_msg);
+		wire_cm_fill(&p, bad[i].credits, bad[i].window, 8, bad[i].rkey, bad[i].max_msg);
 		ck_assert_int_eq(wire_cm_parse("mlx5_7", &p, sizeof(p), &out), -EPROTO);
 		/* the error names the device and the offending values */
 		ck_assert_ptr_nonnull(strstr(pc_last_error(), "mlx5_7"));
 		ck_assert_ptr_nonnull(strstr(pc_last_error(), "invalid"));
 	}
+	/* our magic but cut short (the first layout had no window): refused, not raw */
+	wire_cm_fill(&p, 0, 64, 8, 1, 4096);
+	for (len = 4; len < sizeof(p); len++) {
+		ck_assert_int_eq(wire_cm_parse("mlx5_7", &p, len, &out), -EPROTO);
+		ck_assert_ptr_nonnull(strstr(pc_last_error(), "bytes"));
+	}
+}
+END_TEST
+
+START_TEST(test_cm_reject)
+{
+	char long_why[300], out[128];
+	uint8_t padded[148] = { 0 };
+	struct wire_cm_rej r;
+
+	wire_rej_fill(&r, "rxe0 port 1 w0: no room");
+	ck_assert(wire_rej_parse(&r, sizeof(r), out, sizeof(out)));
+	ck_assert_str_eq(out, "rxe0 port 1 w0: no room");
+	/* IB pads it to 148 bytes */
+	memcpy(padded, &r, 40);
+	ck_assert(wire_rej_parse(padded, sizeof(padded), out, sizeof(out)));
+	ck_assert_str_eq(out, "rxe0 port 1 w0: no room");
+	/* truncated to fit, always terminated; a small @out too */
+	memset(long_why, 'x', sizeof(long_why) - 1);
+	long_why[sizeof(long_why) - 1] = 0;
+	wire_rej_fill(&r, long_why);
+	ck_assert(wire_rej_parse(&r, sizeof(r), out, sizeof(out)));
+	ck_assert_uint_eq(strlen(out), sizeof(r.why) - 1);
+	ck_assert(wire_rej_parse(&r, sizeof(r), out, 5));
+	ck_assert_str_eq(out, "xxxx");
+	/* unterminated or unprintable bytes from a peer are not trusted */
+	memset(&r, 0xff, sizeof(r));
+	r.magic = PC_REJ_MAGIC;
+	ck_assert(wire_rej_parse(&r, sizeof(r), out, sizeof(out)));
+	ck_assert_uint_eq(strlen(out), sizeof(r.why));
+	ck_assert_int_eq(out[0], '?');
+	/* anything else is not ours */
+	ck_assert(!wire_rej_parse(NULL, 0, out, sizeof(out)));
+	ck_assert(!wire_rej_parse("abc", 3, out, sizeof(out)));
+	r.magic = PC_CM_MAGIC;
+	ck_assert(!wire_rej_parse(&r, sizeof(r), out, sizeof(out)));
 }
 END_TEST
 
@@ -177,6 +227,7 @@ int main(void)
 	tcase_add_test(tc, test_cm_roundtrip);
 	tcase_add_test(tc, test_cm_raw_peers);
 	tcase_add_test(tc, test_cm_invalid);
+	tcase_add_test(tc, test_cm_reject);
 	suite_add_tcase(s, tc);
 	return pc_test_run(s);
 }

@@ -237,6 +237,8 @@ static int run_server(int argc, char **argv)
 	p.msg_size = max_size;
 	p.rx_bufs = bufs_for(max_size, 256);
 	p.tx_bufs = 64; /* echoes travel in the received buffers */
+	/* raw peers (rdmacm-utils) welcome: 4 at a time per worker, on their own queues */
+	p.raw_bufs = 64;
 	p.on_conn = srv_on_conn;
 	p.on_msg = srv_on_msg;
 	p.arg = &s;

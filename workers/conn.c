@@ -8,6 +8,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* --- control messages -------------------------------------------------------------- */
 
@@ -40,9 +41,22 @@ static unsigned long qpn_hash(uint32_t qpn)
 	return (unsigned long)qpn * 0x9e3779b97f4a7c15ull;
 }
 
+#if defined(__SANITIZE_THREAD__)
+char rcu_gp_token;
+#endif
+
+/* RCU read side: a conn met in the table (published by conn_table_add()). */
+struct conn *conn_of_node(struct cds_lfht_node *node)
+{
+	struct conn *c = caa_container_of(node, struct conn, node);
+
+	tsan_subscribe(c);
+	return c;
+}
+
 static int qpn_match(struct cds_lfht_node *node, const void *key)
 {
-	return caa_container_of(node, struct conn, node)->qpn == *(const uint32_t *)key;
+	return conn_of_node(node)->qpn == *(const uint32_t *)key;
 }
 
 /* RCU read side (an online qsbr reader). */
@@ -53,12 +67,13 @@ struct conn *conn_lookup(struct cds_lfht *table, uint32_t qpn)
 
 	cds_lfht_lookup(table, qpn_hash(qpn), qpn_match, &qpn, &it);
 	node = cds_lfht_iter_get_node(&it);
-	return node ? caa_container_of(node, struct conn, node) : NULL;
+	return node ? conn_of_node(node) : NULL;
 }
 
 /* Control thread. */
 void conn_table_add(struct cds_lfht *table, struct conn *c)
 {
+	tsan_publish(c);
 	cds_lfht_add(table, qpn_hash(c->qpn), &c->node);
 }
 
@@ -80,7 +95,7 @@ void conn_apply_peer(struct conn *c)
 	c->peer_credit_addr = c->peer_priv.credit_addr;
 	c->peer_credit_rkey = c->peer_priv.credit_rkey;
 	c->peer_max_msg = c->peer_priv.max_msg;
-	c->peer_window = c->peer_priv.credits;
+	c->peer_window = c->peer_priv.window;
 }
 
 /* The waiting pc_connect(), for whoever answers it first; NULL for the others. */
@@ -107,7 +122,17 @@ void conn_connect_done(struct conn *c, int err)
 		conn_connect_answer(r, err);
 }
 
-/* --- freeing ------------------------------------------------------------------------------ */
+/* --- allocating and freeing ---------------------------------------------------------------- */
+
+/* Zeroed, cache-aligned (its app-written line); NULL with errno set. */
+struct conn *conn_alloc(void)
+{
+	struct conn *c = aligned_alloc(PC_CACHELINE, sizeof(*c));
+
+	if (c)
+		memset(c, 0, sizeof(*c));
+	return c;
+}
 
 void conn_free_now(struct conn *c)
 {
@@ -115,11 +140,13 @@ void conn_free_now(struct conn *c)
 		ibv_dereg_mr(c->credit_mr);
 	free((void *)c->credit_word);
 	free(c->sq.slot);
+	reqset_free(&c->reqs);
 	free(c);
 }
 
 static void conn_free_cb(struct rcu_head *head)
 {
+	tsan_grace_period();
 	conn_free_now(caa_container_of(head, struct conn, rcu));
 }
 

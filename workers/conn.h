@@ -14,6 +14,8 @@
  *   cold part (id, table node)   | -             | read/write     | -
  *   counters                     | write relaxed | read           | read
  *   creq                         | exchange (UP) | exchange       | create, wait
+ *   refs_app, next_req_id,       | read          | -              | RMW
+ *   req_abandoned (app line)     |               |                |
  *
  * Control messages travel in wfcqueues (struct ctl_inbox): one per worker
  * (control -> worker) and one for the control thread (workers and app
@@ -24,6 +26,7 @@
 #define PC_CONN_H
 
 #include <semaphore.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -37,6 +40,7 @@
 
 #include <pollcore/common.h>
 
+#include "reqset.h"
 #include "sq.h"
 #include "wire.h"
 
@@ -61,6 +65,53 @@ static inline uint64_t now_ns(void)
 	__atomic_store_n(&(x), __atomic_load_n(&(x), __ATOMIC_RELAXED) + (n), __ATOMIC_RELAXED)
 #define STAT_LD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 
+/* --- RCU as ThreadSanitizer sees it -------------------------------------- */
+
+/*
+ * urcu-qsbr publishes and waits for readers with inline asm and futexes
+ * that ThreadSanitizer cannot see. Under TSan, these name the edges RCU
+ * guarantees, so no suppression has to hide a connection's lifetime:
+ *  - a conn is published (table add) with a release on the conn, and
+ *    every lookup that meets it acquires it (rcu_assign_pointer /
+ *    rcu_dereference);
+ *  - every point where a thread stops reading RCU-protected objects
+ *    (quiescent state, offline, unregister) releases one token, and a
+ *    call_rcu callback acquires it before freeing: the grace period.
+ * Compiled out in other builds.
+ */
+#if defined(__SANITIZE_THREAD__)
+#include <sanitizer/tsan_interface.h>
+extern char rcu_gp_token;
+static inline void tsan_publish(void *obj) { __tsan_release(obj); }
+static inline void tsan_subscribe(void *obj) { __tsan_acquire(obj); }
+static inline void tsan_reader_done(void) { __tsan_release(&rcu_gp_token); }
+static inline void tsan_grace_period(void) { __tsan_acquire(&rcu_gp_token); }
+#else
+static inline void tsan_publish(void *obj) { (void)obj; }
+static inline void tsan_subscribe(void *obj) { (void)obj; }
+static inline void tsan_reader_done(void) {}
+static inline void tsan_grace_period(void) {}
+#endif
+
+/* rcu_quiescent_state(), rcu_thread_offline(), rcu_unregister_thread(), as TSan sees them. */
+static inline void qsbr_quiescent(void)
+{
+	tsan_reader_done();
+	rcu_quiescent_state();
+}
+
+static inline void qsbr_offline(void)
+{
+	tsan_reader_done();
+	rcu_thread_offline();
+}
+
+static inline void qsbr_unregister(void)
+{
+	tsan_reader_done();
+	rcu_unregister_thread();
+}
+
 /* --- work-request contexts ---------------------------------------------- */
 
 /*
@@ -68,7 +119,8 @@ static inline uint64_t now_ns(void)
  * message, an operation or a connection) and resolved with container_of.
  */
 enum wr_kind {
-	WR_MSG = 1,	/* struct msg: a receive, or a send of its buffer */
+	WR_MSG = 1,	/* struct msg: a send of its buffer (msg->ctx) */
+	WR_RECV,	/* struct msg: its buffer posted on the SRQ (msg->rctx) */
 	WR_OP,		/* struct op_priv inside a struct pc_op */
 	WR_CREDIT,	/* conn->credit_ctx: RDMA WRITE of granted credits */
 	WR_MARKER,	/* conn->marker_ctx: last WR of a closing QP */
@@ -84,6 +136,7 @@ enum wr_action {
 struct wr_ctx {
 	uint8_t kind;
 	uint8_t action;
+	uint8_t ref;		/* a ring entry holding a reference on conn (conn_ref_app()) */
 	struct wr_ctx *next;	/* backlog / overflow links */
 	struct conn *conn;	/* connection it is posted on */
 };
@@ -177,6 +230,7 @@ struct conn {
 	bool credit_stalled;
 	struct conn *dirty_next;
 	struct wr_ctx *bl_head, **bl_tail;	/* backlog: msgs and ops, FIFO */
+	struct wr_ctx *early_head, **early_tail; /* received before UP, delivered after it */
 	uint32_t backlog;
 	struct sq sq;
 	/* credits this side may spend: peer's cumulative grant minus sends */
@@ -186,22 +240,26 @@ struct conn {
 	uint64_t granted;
 	uint64_t granted_published;
 	uint64_t recv_credited;
-	uint32_t grant_pending;
+	uint32_t grant_pending;	/* credits it still wants (below its target): look again */
 	uint32_t window;
+	uint32_t allow;		/* credits it has earned: min_window, +1 per credit used, <= window */
+	uint32_t rq_posted;	/* raw peer: receives posted on its own queue */
 	uint64_t peer_credit_addr;
 	uint32_t peer_credit_rkey;
 	uint32_t max_inline;
-	/* rpc */
-	uint64_t next_req_id;
+	/* rpc: the ids of the requests sent and not yet answered (core/reqset.h) */
+	struct reqset reqs;
+	uint64_t req_answered;	/* responses matched; pc_call() reads it relaxed */
 	uint32_t inflight_req;
 	/* app */
 	unsigned int app_slot;
 	uint32_t held;
+	uint32_t refs_w;	/* lifetime: the worker's share of the references (refs_app) */
 	void *user;
 	struct wr_ctx credit_ctx;
 	struct wr_ctx marker_ctx;
-	/* stats: written by the worker, sampled by others */
-	uint64_t msgs_sent, msgs_recv, bytes_sent, bytes_recv, credit_stalls, sq_stalls;
+	/* stats: written by the worker, sampled by others (CONN_COUNTERS) */
+	uint64_t msgs_sent, msgs_recv, bytes_sent, bytes_recv, credit_stalls, sq_stalls, msgs_dropped;
 
 	/* drain */
 	uint64_t drain_deadline_ns;
@@ -240,7 +298,32 @@ struct conn {
 	uint32_t connect_timeout_ms;
 	struct conn *connecting_next;	/* control: e->connecting list */
 	int close_err;
+
+	/*
+	 * Written by application threads; own cache line, so their RMWs never
+	 * take the worker's lines away from it.
+	 *
+	 * Lifetime (engine.h): every send buffer bound to this conn and every
+	 * ring entry naming it holds a reference, and the worker retires the
+	 * conn only once DOWN was delivered and none is left. refs_app + refs_w
+	 * (mod 2^32) is the number outstanding: app threads add one per buffer
+	 * they bind (pc_msg_alloc) or entry they submit (relaxed RMW, published
+	 * to the worker by the ring's release/acquire); the worker adds its own
+	 * binds and subtracts every reference given back, plainly.
+	 */
+	atomic_uint refs_app pc_cache_aligned;
+	/* pc_call(): the next request id, and ids taken but never submitted */
+	uint64_t next_req_id;
+	uint64_t req_abandoned;
 };
+static_assert(offsetof(struct conn, refs_app) % PC_CACHELINE == 0,
+	      "app-written fields start their own cache line");
+
+/* The conn's fields pc_conn_info() samples, named as there. */
+#define CONN_COUNTERS(X) \
+	X(msgs_sent) X(msgs_recv) X(bytes_sent) X(bytes_recv) X(credit_stalls) X(sq_stalls) \
+	X(msgs_dropped) \
+	X(backlog) X(inflight_req) X(held)
 
 /*
  * c->state is written by the owning worker (by control once the workers
@@ -252,12 +335,34 @@ static inline void conn_set_state(struct conn *c, enum conn_state s)
 	__atomic_store_n(&c->state, (uint8_t)s, __ATOMIC_RELAXED);
 }
 
+/* An application thread takes a reference on @c (engine.h's lifetime rule). */
+static inline void conn_ref_app(struct conn *c)
+{
+	/* relaxed: the ring entry or the message that carries it publishes it */
+	atomic_fetch_add_explicit(&c->refs_app, 1, memory_order_relaxed);
+}
+
+/* Undoes conn_ref_app() on the same thread (the submission did not happen). */
+static inline void conn_unref_app(struct conn *c)
+{
+	atomic_fetch_sub_explicit(&c->refs_app, 1, memory_order_relaxed);
+}
+
+/* References outstanding; the owning worker only. */
+static inline uint32_t conn_refs(const struct conn *c)
+{
+	/* relaxed: every reference came with a ring entry or call that happened before */
+	return atomic_load_explicit(&c->refs_app, memory_order_relaxed) + c->refs_w;
+}
+
 /* conn.c */
+struct conn *conn_alloc(void);
 void ctl_post(struct ctl_inbox *in, struct conn *c, enum ctl_kind kind);
 void conn_request_close(struct conn *c, struct ctl_inbox *control);
 struct conn *conn_lookup(struct cds_lfht *table, uint32_t qpn);
 void conn_table_add(struct cds_lfht *table, struct conn *c);
 void conn_table_del(struct cds_lfht *table, struct conn *c);
+struct conn *conn_of_node(struct cds_lfht_node *node);
 void conn_apply_peer(struct conn *c);
 struct connect_req *conn_connect_take(struct conn *c);
 void conn_connect_answer(struct connect_req *r, int err);

@@ -37,36 +37,85 @@ static void control_wake(void *arg)
 
 /* --- private data ---------------------------------------------------------------- */
 
+/* Nothing granted up front: the worker grants every credit once the conn is up. */
 static void cm_fill_priv(struct conn *c, struct wire_cm_priv *priv)
 {
-	wire_cm_fill(priv, c->window, (uintptr_t)&c->credit_word[0], c->credit_mr->rkey,
+	wire_cm_fill(priv, 0, c->window, (uintptr_t)&c->credit_word[0], c->credit_mr->rkey,
 		     c->e->p.msg_size);
 }
 
 /* --- choosing a worker ------------------------------------------------------------ */
 
-static struct pc_worker *pick_worker(struct pc_engine *e, struct ibv_context *ctx, int want)
+/* Says why @w cannot take one more connection (pc_set_error), naming the numbers. */
+static int refusal(struct pc_worker *w, enum credit_verdict v, bool raw)
 {
-	struct pc_worker *best = NULL;
+	const struct credit_limits *l = &w->lim;
+	const struct credit_load *a = &w->adm;
+	const char *dev = w->dev->name;
+	unsigned int port = w->dev->port;
+
+	switch (v) {
+	case CREDIT_NO_CONNS:
+		return pc_set_error(-EBUSY, "%s port %u %s: %u connections, max_conns_per_worker %u",
+				    dev, port, w->name, a->conns, l->max_conns);
+	case CREDIT_NO_BUFS:
+		return pc_set_error(-EBUSY, "%s port %u %s: %u connections cannot each have min_window %u "
+				    "credits from %u receive buffers (srq_depth)", dev, port, w->name,
+				    a->conns - a->raw + 1, l->min_window, l->srq_depth);
+	case CREDIT_NO_RAW:
+		if (!l->raw_bufs)
+			return pc_set_error(-EBUSY, "%s port %u %s: a raw peer (no pollcore private data) "
+					    "and raw_bufs is 0", dev, port, w->name);
+		return pc_set_error(-EBUSY, "%s port %u %s: %u raw peers hold its %u raw_bufs", dev,
+				    port, w->name, a->raw, l->raw_bufs);
+	case CREDIT_NO_CQ:
+		return pc_set_error(-EBUSY, "%s port %u %s: its CQ of %u entries cannot also hold %u "
+				    "receives, %u connections' drain markers and %u sends", dev, port,
+				    w->name, l->cqe, l->srq_depth + l->raw_bufs, a->conns + 1,
+				    l->sq_depth);
+	default:
+		(void)raw;
+		return 0;
+	}
+}
+
+/*
+ * The worker of device @ctx for a new connection: @want, or the least loaded
+ * of those that can admit it (core/credit.h). NULL with pc_last_error()
+ * saying why when none can. Control thread.
+ */
+static struct pc_worker *pick_worker(struct pc_engine *e, struct ibv_context *ctx, int want,
+				     bool raw)
+{
+	struct pc_worker *best = NULL, *refused = NULL;
+	enum credit_verdict why = CREDIT_ADMIT;
 	unsigned int i, best_n = ~0u;
 
-	if (want >= 0) {
-		if ((unsigned int)want >= e->nworkers || e->workers[want].dev->ctx != ctx)
-			return NULL;
-		best = &e->workers[want];
-	} else {
-		for (i = 0; i < e->nworkers; i++) {
-			struct pc_worker *w = &e->workers[i];
-			unsigned int n = atomic_load(&w->nconns);
+	for (i = 0; i < e->nworkers; i++) {
+		struct pc_worker *w = &e->workers[i];
+		unsigned int n = atomic_load(&w->nconns);
+		enum credit_verdict v;
 
-			if (w->dev->ctx == ctx && n < best_n) {
-				best = w;
-				best_n = n;
+		if (w->dev->ctx != ctx || (want >= 0 && (unsigned int)want != i))
+			continue;
+		v = credit_admit(&w->lim, &w->adm, raw);
+		if (v != CREDIT_ADMIT) {
+			if (!refused) {
+				refused = w;
+				why = v;
 			}
+			continue;
+		}
+		if (n < best_n) {
+			best = w;
+			best_n = n;
 		}
 	}
-	if (best && atomic_load(&best->nconns) >= e->p.max_conns_per_worker)
-		return NULL;
+	if (!best && refused)
+		refusal(refused, why, raw);
+	else if (!best)
+		pc_set_error(-EBUSY, "%s: no worker %d on this device", ibv_get_device_name(ctx->device),
+			     want);
 	return best;
 }
 
@@ -78,6 +127,9 @@ static int conn_attach(struct pc_engine *e, struct conn *c, struct pc_worker *w)
 	if (ret)
 		return ret;
 	atomic_fetch_add(&w->nconns, 1);
+	/* admitted: counted until retired (conn_retire()) */
+	w->adm.conns++;
+	w->adm.raw += c->raw;
 	c->app_slot = w->next_slot++ % (w->nchans ? w->nchans : 1);
 	conn_table_add(e->conns, c);
 	atomic_fetch_add(&e->live_conns, 1);
@@ -130,6 +182,8 @@ static void conn_begin_close(struct conn *c, int err)
 
 static void conn_retire(struct pc_engine *e, struct conn *c)
 {
+	c->w->adm.conns--;
+	c->w->adm.raw -= c->raw;
 	conn_table_del(e->conns, c);
 	connecting_del(e, c);
 	conn_connect_done(c, c->close_err ? c->close_err : -ECONNRESET);
@@ -143,28 +197,38 @@ static void conn_retire(struct pc_engine *e, struct conn *c)
 
 /* --- rdma_cm events ---------------------------------------------------------------- */
 
+/* Rejects @id saying why (pc_last_error()), in the log and to the peer. */
+static void reject(struct rdma_cm_id *id)
+{
+	struct wire_cm_rej rej;
+
+	pc_warn("%s: refusing a connection: %s", ibv_get_device_name(id->verbs->device),
+		pc_last_error());
+	wire_rej_fill(&rej, pc_last_error());
+	rdma_reject(id, &rej, sizeof(rej));
+}
+
 static void on_connect_request(struct pc_engine *e, struct rdma_cm_event *ev)
 {
 	struct rdma_cm_id *id = ev->id;
+	const char *dev = ibv_get_device_name(id->verbs->device);
 	struct rdma_conn_param param = { 0 };
+	struct wire_cm_priv peer;
 	struct pc_worker *w;
 	struct wire_cm_priv priv;
 	struct conn *c;
 	int ret;
 
-	w = pick_worker(e, id->verbs, e->p.choose_worker ?
-			   e->p.choose_worker(ibv_get_device_name(id->verbs->device), e->nworkers,
-					      e->p.arg) : -1);
-	if (!w) {
-		pc_warn("%s: rejecting a connection: no worker with room (max %u per worker)",
-			ibv_get_device_name(id->verbs->device), e->p.max_conns_per_worker);
-		rdma_reject(id, NULL, 0);
-		rdma_destroy_id(id);
-		return;
-	}
-	c = calloc(1, sizeof(*c));
+	ret = wire_cm_parse(dev, ev->param.conn.private_data, ev->param.conn.private_data_len,
+			    &peer);
+	w = ret < 0 ? NULL : pick_worker(e, id->verbs, e->p.choose_worker ?
+					 e->p.choose_worker(dev, e->nworkers, e->p.arg) : -1,
+					 ret == 0);
+	c = w ? conn_alloc() : NULL;
 	if (!c) {
-		rdma_reject(id, NULL, 0);
+		if (w)
+			pc_set_error(-ENOMEM, "%s: out of memory for a connection", dev);
+		reject(id);
 		rdma_destroy_id(id);
 		return;
 	}
@@ -172,19 +236,14 @@ static void on_connect_request(struct pc_engine *e, struct rdma_cm_event *ev)
 	c->id = id;
 	c->passive = true;
 	id->context = c;
-	ret = wire_cm_parse(w->dev->name, ev->param.conn.private_data,
-			    ev->param.conn.private_data_len, &c->peer_priv);
-	if (ret >= 0) {
-		c->peer_raw = ret == 0;
-		conn_apply_peer(c);
-		/* raw peers get no credits: they bring their own flow control */
-		c->window = c->raw ? 0 : e->p.window;
-		c->granted = c->granted_published = c->window;
-		ret = conn_attach(e, c, w);
-	}
+	c->peer_priv = peer;
+	c->peer_raw = ret == 0;
+	conn_apply_peer(c);
+	/* raw peers get no credits: they bring their own flow control */
+	c->window = c->raw ? 0 : e->p.window;
+	ret = conn_attach(e, c, w);
 	if (ret) {
-		pc_warn("%s: rejecting a connection: %s", w->dev->name, pc_last_error());
-		rdma_reject(id, NULL, 0);
+		reject(id);
 		if (c->attached)
 			conn_begin_close(c, ret);
 		else
@@ -216,17 +275,13 @@ static void on_route_resolved(struct pc_engine *e, struct conn *c)
 	struct wire_cm_priv priv;
 	int ret;
 
-	w = pick_worker(e, c->id->verbs, c->want_worker);
+	w = pick_worker(e, c->id->verbs, c->want_worker, false);
 	if (!w) {
-		pc_set_error(-EBUSY, "connect: no worker %s on %s with room",
-			     c->want_worker >= 0 ? "(as asked)" : "",
-			     ibv_get_device_name(c->id->verbs->device));
 		conn_begin_close(c, -EBUSY);
 		return;
 	}
-	/* we grant our window up front; the peer's grant comes with its accept */
+	/* credits come from the worker once up, on both sides */
 	c->window = e->p.window;
-	c->granted = c->granted_published = c->window;
 	ret = conn_attach(e, c, w);
 	if (ret) {
 		conn_begin_close(c, ret);
@@ -260,6 +315,7 @@ static int cm_event_errno(enum rdma_cm_event_type t, int status)
 static void on_cm_event(struct pc_engine *e, struct rdma_cm_event *ev)
 {
 	struct conn *c = ev->id->context;
+	char why[sizeof(((struct wire_cm_rej *)0)->why)];
 	int err;
 
 	switch (ev->event) {
@@ -278,11 +334,17 @@ static void on_cm_event(struct pc_engine *e, struct rdma_cm_event *ev)
 			/* the worker applies it when it takes CTL_UP */
 			err = wire_cm_parse(c->w->dev->name, ev->param.conn.private_data,
 					    ev->param.conn.private_data_len, &c->peer_priv);
+			if (err == 0)
+				err = pc_set_error(-EPROTO, "%s qp 0x%x: the server sent no pollcore "
+						   "parameters (not a pollcore server?)",
+						   c->w->dev->name, c->qpn);
 			if (err < 0) {
+				/* answered now, while pc_last_error() is still ours */
+				conn_connect_done(c, err);
 				conn_begin_close(c, err);
 				break;
 			}
-			c->peer_raw = err == 0;
+			c->peer_raw = false;
 		}
 		ctl_post(&c->w->inbox, c, CTL_UP);
 		break;
@@ -292,9 +354,19 @@ static void on_cm_event(struct pc_engine *e, struct rdma_cm_event *ev)
 	case RDMA_CM_EVENT_REJECTED:
 	case RDMA_CM_EVENT_CONNECT_ERROR:
 		err = cm_event_errno(ev->event, ev->status);
-		pc_set_error(err, "%s: %s (status %d)",
-			     ev->id->verbs ? ibv_get_device_name(ev->id->verbs->device) : "rdma_cm",
-			     rdma_event_str(ev->event), ev->status);
+		if (ev->event == RDMA_CM_EVENT_REJECTED &&
+		    wire_rej_parse(ev->param.conn.private_data, ev->param.conn.private_data_len,
+				   why, sizeof(why)))
+			pc_set_error(err, "%s: refused by the server: %s",
+				     ev->id->verbs ? ibv_get_device_name(ev->id->verbs->device)
+						   : "rdma_cm", why);
+		else
+			pc_set_error(err, "%s: %s (status %d)",
+				     ev->id->verbs ? ibv_get_device_name(ev->id->verbs->device)
+						   : "rdma_cm", rdma_event_str(ev->event), ev->status);
+		/* a waiting pc_connect() is answered now, while pc_last_error() is this one */
+		if (c && !c->passive)
+			conn_connect_done(c, err);
 		if (c)
 			conn_begin_close(c, err);
 		break;
@@ -310,19 +382,85 @@ static void on_cm_event(struct pc_engine *e, struct rdma_cm_event *ev)
 
 /* --- async events -------------------------------------------------------------------- */
 
-static void on_async_event(struct pc_engine *e, struct pc_dev *d, struct ibv_async_event *ev)
+/*
+ * Device contexts are shared by every engine and by the application in the
+ * process, and any of their control threads may read an event. An event's
+ * QP or SRQ is acted on only when a listed engine's table or worker has it;
+ * its context pointer, which may be the application's, is never trusted.
+ * The list's lock is held while the event is handled, so no engine leaves
+ * meanwhile (control_stop()).
+ */
+static pthread_mutex_t engines_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct pc_engine *engines;
+
+/* The engine is complete: its workers' SRQs and its conns may be looked up. */
+void control_publish(struct pc_engine *e)
+{
+	pthread_mutex_lock(&engines_lock);
+	e->next_engine = engines;
+	engines = e;
+	e->listed = true;
+	pthread_mutex_unlock(&engines_lock);
+}
+
+static void control_unpublish(struct pc_engine *e)
+{
+	struct pc_engine **pp;
+
+	pthread_mutex_lock(&engines_lock);
+	for (pp = &engines; *pp; pp = &(*pp)->next_engine)
+		if (*pp == e) {
+			*pp = e->next_engine;
+			break;
+		}
+	e->listed = false;
+	pthread_mutex_unlock(&engines_lock);
+}
+
+static struct conn *own_conn(struct ibv_qp *qp)
+{
+	struct pc_engine *e;
+
+	for (e = engines; e; e = e->next_engine) {
+		/* RCU read side: the control thread is online while it handles events */
+		struct conn *c = conn_lookup(e->conns, qp->qp_num);
+
+		if (c && c->qp == qp)
+			return c;
+	}
+	return NULL;
+}
+
+static struct pc_worker *own_worker(struct ibv_srq *srq)
+{
+	struct pc_engine *e;
+	unsigned int i;
+
+	for (e = engines; e; e = e->next_engine)
+		for (i = 0; i < e->nworkers; i++)
+			if (e->workers[i].srq == srq)
+				return &e->workers[i];
+	return NULL;
+}
+
+/* With engines_lock held. */
+static void on_async_event(struct pc_dev *d, struct ibv_async_event *ev)
 {
 	struct pc_worker *w;
 	struct conn *c;
 
 	switch (ev->event_type) {
 	case IBV_EVENT_SRQ_LIMIT_REACHED:
-		w = ev->element.srq->srq_context;
+		w = own_worker(ev->element.srq);
+		if (!w)
+			goto foreign;
 		atomic_store(&w->srq_limit, 1);
 		worker_wake(w);
 		break;
 	case IBV_EVENT_QP_LAST_WQE_REACHED:
-		c = ev->element.qp->qp_context;
+		c = own_conn(ev->element.qp);
+		if (!c)
+			goto foreign;
 		/* release: pairs with the acquire in drain_done() */
 		atomic_store_explicit(&c->last_wqe, true, memory_order_release);
 		worker_wake(c->w);
@@ -331,12 +469,12 @@ static void on_async_event(struct pc_engine *e, struct pc_dev *d, struct ibv_asy
 	case IBV_EVENT_QP_REQ_ERR:
 	case IBV_EVENT_QP_ACCESS_ERR:
 	case IBV_EVENT_PATH_MIG_ERR:
-		c = ev->element.qp->qp_context;
+		c = own_conn(ev->element.qp);
+		if (!c)
+			goto foreign;
 		pc_err("%s port %u qp 0x%x: %s; closing the connection", d->name, d->port,
 		       ev->element.qp->qp_num, ibv_event_type_str(ev->event_type));
-		/* may belong to another engine sharing the device: ask, don't act */
-		if (c)
-			conn_request_close(c, &c->e->inbox);
+		conn_request_close(c, &c->e->inbox);
 		break;
 	case IBV_EVENT_SRQ_ERR:
 	case IBV_EVENT_CQ_ERR:
@@ -346,7 +484,11 @@ static void on_async_event(struct pc_engine *e, struct pc_dev *d, struct ibv_asy
 	default:
 		pc_debug("%s: async event %s", d->name, ibv_event_type_str(ev->event_type));
 	}
-	(void)e;
+	return;
+foreign:
+	/* another engine's or the application's object: not ours to touch */
+	pc_debug("%s: %s on a QP or SRQ this engine does not own; ignored", d->name,
+		 ibv_event_type_str(ev->event_type));
 }
 
 /* Answers and closes the active conns whose pc_connect() deadline passed. */
@@ -436,13 +578,13 @@ static void *ctl_main(void *arg)
 		for (i = 0; i < e->ndevs; i++)
 			pfd[2 + i] = (struct pollfd){ .fd = e->devs[i]->ctx->async_fd,
 						      .events = POLLIN };
-		rcu_thread_offline();
+		qsbr_offline();
 		poll(pfd, e->ndevs + 2, 100);
 		rcu_thread_online();
 
 		while (rdma_get_cm_event(e->ch, &ev) == 0) {
 			struct rdma_cm_event copy = *ev;
-			uint8_t pd[64];
+			uint8_t pd[256];	/* IB CM: REQ 56, REP 196, REJ 148 bytes */
 
 			/* keep the private data: it dies with the ack */
 			if (ev->param.conn.private_data_len && ev->param.conn.private_data) {
@@ -458,18 +600,20 @@ static void *ctl_main(void *arg)
 			struct ibv_async_event aev;
 
 			while (ibv_get_async_event(e->devs[i]->ctx, &aev) == 0) {
-				on_async_event(e, e->devs[i], &aev);
+				pthread_mutex_lock(&engines_lock);
+				on_async_event(e->devs[i], &aev);
+				pthread_mutex_unlock(&engines_lock);
 				ibv_ack_async_event(&aev);
 			}
 		}
 		ctl_requests(e);
 		if (e->connecting)
 			connect_deadlines(e);
-		rcu_quiescent_state();
+		qsbr_quiescent();
 	}
 	/* conns freed with call_rcu must be gone before the engine is */
 	rcu_barrier();
-	rcu_unregister_thread();
+	qsbr_unregister();
 	free(pfd);
 	return NULL;
 }
@@ -503,11 +647,11 @@ int control_start(struct pc_engine *e)
 
 void control_stop(struct pc_engine *e)
 {
-	uint64_t one = 1;
-
+	if (e->listed)
+		control_unpublish(e);
 	if (e->ctl_started) {
 		atomic_store(&e->ctl_stop, 1);
-		(void)!write(e->ctl_efd, &one, sizeof(one));
+		control_wake(e);
 		pthread_join(e->ctl_thread, NULL);
 	}
 	if (e->listen_id)
@@ -584,7 +728,7 @@ struct pc_conn *pc_connect(struct pc_engine *e, const char *addr, uint16_t port,
 		errno = -ret;
 		return NULL;
 	}
-	c = calloc(1, sizeof(*c));
+	c = conn_alloc();
 	if (!c) {
 		rdma_freeaddrinfo(res);
 		return NULL;

@@ -4,12 +4,14 @@
  * credits, the SRQ refill and the handoff to the application. Worker thread
  * only.
  *
- * Flow control: each side grants the other `window` receive credits at
- * connect time (rdma_cm private data) and later RDMA-WRITEs its cumulative
- * grant into the peer's credit word whenever received buffers come back to
- * the pool. A sender without credits keeps its messages in the backlog, so
- * a slow application slows its peer instead of overrunning the SRQ. Grants
- * never exceed what is posted on the SRQ (credits_out <= srq_outstanding).
+ * Flow control: each side RDMA-WRITEs its cumulative grant into the peer's
+ * credit word: first when the connection comes up, then whenever received
+ * buffers come back to the pool. A sender without credits keeps its
+ * messages in the backlog, so a slow application slows its peer instead of
+ * overrunning the SRQ. Every grant, the first included, stays within what
+ * is posted on the SRQ (credits_out <= srq_outstanding) and within the
+ * connection's share of it (core/credit.h). Raw peers receive into their
+ * own queues, from a pool of their own, never from the SRQ.
  */
 #include "worker_pvt.h"
 
@@ -50,11 +52,64 @@ void dp_mark_dirty(struct pc_worker *w, struct conn *c)
 
 /* --- messages ------------------------------------------------------------------ */
 
+/* Sends that were accepted (0 returned) and will not be delivered: counted, never silent. */
+void dp_count_dropped(struct pc_worker *w, struct conn *c, uint32_t n)
+{
+	STAT_ADD(c->msgs_dropped, n);
+	STAT_ADD(w->st.msgs_dropped, n);
+}
+
 void msg_bind(struct msg *m, struct conn *c)
 {
 	m->pub.conn = (struct pc_conn *)c;
 	m->pub.data = (char *)m->buf->addr + (c->raw ? 0 : HDR);
-	m->pub.cap = c->raw ? m->buf->cap : c->w->p->msg_size;
+	/* what a receive may hold: its SGE is exactly this long (plus the header) */
+	m->pub.cap = c->w->p->msg_size;
+}
+
+/* The pool a receive buffer goes back to. */
+static inline struct pc_pool *rx_pool(struct pc_worker *w, const struct msg *m)
+{
+	return m->pool == POOL_RAW ? w->raw : w->rx;
+}
+
+static inline void credits_publish(struct pc_worker *w)
+{
+	__atomic_store_n(&w->st.credits_out, w->credits_out, __ATOMIC_RELAXED);
+}
+
+static void window_publish(struct pc_worker *w)
+{
+	__atomic_store_n(&w->st.window, credit_target(w->p->srq_depth, w->ncredited, w->p->window),
+			 __ATOMIC_RELAXED);
+}
+
+/* Credits @c holds: granted and not yet seen used (0 if it overran). */
+static inline uint32_t conn_outstanding(const struct conn *c)
+{
+	return c->granted > c->recv_credited ? (uint32_t)(c->granted - c->recv_credited) : 0;
+}
+
+/* A credited conn attached: it shares the SRQ from now on, its floor kept for it. */
+void dp_credited_join(struct pc_worker *w, struct conn *c)
+{
+	c->allow = w->p->min_window;
+	w->ncredited++;
+	w->floor_deficit += w->p->min_window;
+	window_publish(w);
+}
+
+/* A credited conn closing: the peer can no longer use what it was granted. */
+void dp_credited_leave(struct pc_worker *w, struct conn *c)
+{
+	uint32_t o = conn_outstanding(c);
+
+	w->credits_out -= o;
+	w->floor_deficit -= credit_short(o, w->p->min_window);
+	w->ncredited--;
+	c->grant_pending = 0;
+	credits_publish(w);
+	window_publish(w);
 }
 
 struct msg *dp_tx_alloc(struct pc_worker *w)
@@ -71,7 +126,6 @@ struct msg *dp_tx_alloc(struct pc_worker *w)
 	m->pub.user = NULL;
 	m->pub.conn = NULL;
 	m->origin = NULL;
-	m->in_sq = 0;
 	return m;
 }
 
@@ -79,20 +133,22 @@ void dp_msg_release(struct pc_worker *w, struct msg *m)
 {
 	struct conn *c = m->origin;
 
-	m->in_sq = 0;
+	m->origin = NULL;
 	if (m->pool == POOL_TX) {
 		pc_pool_put(w->tx, m->buf);
+		if (c)
+			conn_put(w, c);
 		return;
 	}
-	pc_pool_put(w->rx, m->buf);
-	m->origin = NULL;
+	pc_pool_put(rx_pool(w, m), m->buf);
 	if (!c)
 		return;
 	STAT_ADD(c->held, (uint32_t)-1);
 	STAT_ADD(w->st.rx_held, (uint32_t)-1);
-	if (c->state <= CONN_UP && !c->raw) {
-		/* granted at the next flush once UP (a passive side may receive earlier) */
-		c->grant_pending++;
+	if (c->state <= CONN_UP) {
+		/* granted again (raw: its receive queue topped up) at the next flush once UP */
+		if (!c->raw)
+			c->grant_pending++;
 		dp_mark_dirty(w, c);
 	} else if (c->state == CONN_DRAINED) {
 		drain_maybe_retire(w, c);
@@ -171,6 +227,20 @@ void dp_topup_txfree(struct pc_worker *w)
 
 /* --- receives ------------------------------------------------------------------ */
 
+/* Takes @req_id out of @c's requests in flight; false (error set) if it was not there. */
+static bool response_matches(struct pc_worker *w, struct conn *c, uint64_t req_id)
+{
+	if (pc_unlikely(!reqset_del(&c->reqs, req_id))) {
+		pc_set_error(-EPROTO,
+			     "%s port %u qp 0x%x: response to request id %llu, which awaits none; closing",
+			     w->dev->name, w->dev->port, c->qpn, (unsigned long long)req_id);
+		return false;
+	}
+	STAT_ADD(c->inflight_req, (uint32_t)-1);
+	STAT_ADD(c->req_answered, 1);
+	return true;
+}
+
 static void dp_recv(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
 {
 	const struct pc_engine_params *p = w->p;
@@ -178,20 +248,29 @@ static void dp_recv(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
 	struct wire_hdr h;
 	uint32_t len = wc->byte_len;
 
-	w->srq_outstanding--;
-	m->in_srq = 0;
+	if (pc_unlikely(m->in_rq)) {
+		m->in_rq = 0;
+		m->rctx.conn->rq_posted--;
+	} else {
+		w->srq_outstanding--;
+		m->in_srq = 0;
+	}
 	if (pc_unlikely(wc->status != IBV_WC_SUCCESS)) {
 		/* flushes are how a closing QP ends, not errors */
 		if (wc->status != IBV_WC_WR_FLUSH_ERR)
 			STAT_ADD(w->st.wc_errors, 1);
-		pc_pool_put(w->rx, m->buf);
+		pc_pool_put(rx_pool(w, m), m->buf);
 		if (c && wc->status != IBV_WC_WR_FLUSH_ERR)
-			drain_fail(w, c, pc_wc_error(w->dev, wc, "RECV"));
+			/* rxe reports a message longer than the receive as LOC_QP_OP_ERR */
+			drain_fail(w, c, pc_wc_error(w->dev, wc,
+						     wc->status == IBV_WC_LOC_LEN_ERR ||
+						     wc->status == IBV_WC_LOC_QP_OP_ERR ?
+						     "RECV (a message longer than msg_size?)" : "RECV"));
 		return;
 	}
 	if (pc_unlikely(!c || c->state >= CONN_DRAINED)) {
 		STAT_ADD(w->st.stray_completions, 1);
-		pc_pool_put(w->rx, m->buf);
+		pc_pool_put(rx_pool(w, m), m->buf);
 		return;
 	}
 	m->origin = c;
@@ -215,26 +294,93 @@ static void dp_recv(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
 			drain_fail(w, c, -EPROTO);
 			return;
 		}
-		if (pc_unlikely(++c->recv_credited > c->granted)) {
-			pc_set_error(-EPROTO, "%s port %u qp 0x%x: peer sent beyond its %u credits; closing",
-				     w->dev->name, w->dev->port, c->qpn, c->window);
+		if (pc_unlikely(c->recv_credited >= c->granted)) {
+			pc_set_error(-EPROTO, "%s port %u qp 0x%x: peer sent beyond its credits (%llu granted); closing",
+				     w->dev->name, w->dev->port, c->qpn,
+				     (unsigned long long)c->granted);
+			/*
+			 * It took a posted buffer nobody was promised: its credit is not
+			 * counted used, and the buffer goes straight back to the SRQ.
+			 */
+			dp_msg_release(w, m);
+			drain_fail(w, c, -EPROTO);
+			dp_refill_srq(w, false);
+			return;
+		}
+		/* drain_begin() already took back every credit of a closing conn */
+		if (pc_likely(c->state < CONN_DRAINING)) {
+			uint32_t o = conn_outstanding(c);
+
+			w->floor_deficit += credit_short(o - 1, p->min_window) -
+					    credit_short(o, p->min_window);
+			w->credits_out--;
+			credits_publish(w);
+			/* a credit used earns one more: its window grows with use, at once */
+			if (c->allow < c->window) {
+				c->allow++;
+				if (c->state == CONN_UP) {
+					c->grant_pending++;
+					dp_mark_dirty(w, c);
+				}
+			}
+		}
+		c->recv_credited++;
+		m->pub.len = len - HDR;
+		m->pub.type = h.type;
+		m->pub.req_id = h.req_id;
+		if (h.type == PC_MSG_RESPONSE && pc_unlikely(!response_matches(w, c, h.req_id))) {
 			dp_msg_release(w, m);
 			drain_fail(w, c, -EPROTO);
 			return;
 		}
-		/* drain_begin() already took back every credit of a closing conn */
-		if (pc_likely(c->state < CONN_DRAINING))
-			w->credits_out--;
-		m->pub.len = len - HDR;
-		m->pub.type = h.type;
-		m->pub.req_id = h.req_id;
-		if (h.type == PC_MSG_RESPONSE && c->inflight_req)
-			STAT_ADD(c->inflight_req, (uint32_t)-1);
 	}
 	STAT_ADD(c->msgs_recv, 1);
 	STAT_ADD(c->bytes_recv, m->pub.len);
 	STAT_ADD(w->st.rx_msgs, 1);
+	if (pc_unlikely(c->state == CONN_ATTACHED)) {
+		/*
+		 * A passive side may receive before its UP: held back until
+		 * on_conn(UP) has run, so the application never sees a message
+		 * of a conn that gets no DOWN (one that never comes up).
+		 */
+		m->ctx.next = NULL;
+		*(c->early_head ? c->early_tail : &c->early_head) = &m->ctx;
+		c->early_tail = &m->ctx.next;
+		return;
+	}
+	if (pc_unlikely(c->state == CONN_DRAINING && !c->was_up)) {
+		dp_msg_release(w, m);
+		return;
+	}
 	deliver(w, p, c, m);
+}
+
+/* After on_conn(UP): the messages that arrived before it, in order. */
+void dp_deliver_early(struct pc_worker *w, struct conn *c)
+{
+	struct wr_ctx *ctx = c->early_head;
+
+	c->early_head = NULL;
+	while (ctx) {
+		struct wr_ctx *next = ctx->next;
+
+		deliver(w, w->p, c, pc_container_of(ctx, struct msg, ctx));
+		ctx = next;
+	}
+}
+
+/* A conn that never came up: its early messages go back, never seen. */
+void dp_drop_early(struct pc_worker *w, struct conn *c)
+{
+	struct wr_ctx *ctx = c->early_head;
+
+	c->early_head = NULL;
+	while (ctx) {
+		struct wr_ctx *next = ctx->next;
+
+		dp_msg_release(w, pc_container_of(ctx, struct msg, ctx));
+		ctx = next;
+	}
 }
 
 /* --- send-queue completions ------------------------------------------------------ */
@@ -250,8 +396,14 @@ static void sq_done(void *arg, void *vctx, bool failed)
 	struct wr_ctx *ctx = vctx;
 	struct pc_op *op;
 
+	/* the drain marker's CQE is reserved per connection, not taken from the send room */
+	if (ctx->kind != WR_MARKER)
+		ra->w->sq_wrs--;
 	switch (ctx->kind) {
 	case WR_MSG:
+		/* flushed or failed: not known to have arrived */
+		if (failed)
+			dp_count_dropped(ra->w, ctx->conn, 1);
 		dp_msg_release(ra->w, pc_container_of(ctx, struct msg, ctx));
 		break;
 	case WR_OP:
@@ -277,39 +429,84 @@ static const char *ctx_what(const struct wr_ctx *ctx)
 	}
 }
 
-void dp_sq_complete(struct pc_worker *w, struct conn *c, struct wr_ctx *ctx, int err)
+/* Retires @c's send-queue slots up to @t (sq_find()). */
+static void sq_complete_at(struct pc_worker *w, struct conn *c, uint32_t t, int err)
 {
 	struct retire_arg ra = { w, err };
 
-	if (!sq_retire(&c->sq, ctx, err != 0, sq_done, &ra))
-		STAT_ADD(w->st.stray_completions, 1);
+	sq_retire_to(&c->sq, t, err != 0, sq_done, &ra);
 	if (c->bl_head && c->state == CONN_UP)
 		dp_mark_dirty(w, c);
+}
+
+void dp_sq_complete(struct pc_worker *w, struct conn *c, struct wr_ctx *ctx, int err)
+{
+	uint32_t t = sq_find(&c->sq, ctx, err != 0);
+
+	if (t == c->sq.head)
+		STAT_ADD(w->st.stray_completions, 1);
+	else
+		sq_complete_at(w, c, t, err);
+}
+
+/*
+ * The rx message a receive's wr_id names (its rctx), or NULL for any other
+ * WR: decided by the address alone, which is immutable per WR, so a late
+ * send flush for a buffer that is back on the SRQ is never taken for a
+ * receive, and no memory is read to decide.
+ */
+static inline struct msg *recv_in(struct msg *msgs, uint32_t n, uint64_t wr_id)
+{
+	uintptr_t off = (uintptr_t)wr_id - (uintptr_t)msgs;
+
+	if (off >= (uintptr_t)n * sizeof(struct msg) ||
+	    off % sizeof(struct msg) != offsetof(struct msg, rctx))
+		return NULL;
+	return &msgs[off / sizeof(struct msg)];
+}
+
+static inline struct msg *recv_of(const struct pc_worker *w, uint64_t wr_id)
+{
+	struct msg *m = recv_in(w->rx_msgs, w->p->rx_bufs, wr_id);
+
+	/* raw peers' own receive queues: only when the application set buffers aside */
+	if (pc_unlikely(!m && w->raw_msgs))
+		m = recv_in(w->raw_msgs, w->p->raw_bufs, wr_id);
+	return m;
 }
 
 void dp_handle_wc(struct pc_worker *w, struct ibv_wc *wc)
 {
 	struct wr_ctx *ctx = (struct wr_ctx *)(uintptr_t)wc->wr_id;
+	struct msg *rm = recv_of(w, wc->wr_id);
 	struct conn *c;
+	uint32_t t;
 	int err = 0;
 
-	if (ctx->kind == WR_MSG) {
-		struct msg *m = pc_container_of(ctx, struct msg, ctx);
-
-		if (!m->in_sq) {
-			dp_recv(w, wc, m);
-			return;
-		}
+	if (rm) {
+		dp_recv(w, wc, rm);
+		return;
 	}
-	c = ctx->conn;
+	/*
+	 * A send-queue WR: find it in its QP's queue before touching it. One
+	 * that matches nothing (flushed after its queue was abandoned) may name
+	 * a buffer reused since, or an operation the application freed: it is
+	 * counted and left alone.
+	 */
+	c = dp_conn_of_qpn(w, wc->qp_num);
+	if (pc_unlikely(!c) ||
+	    pc_unlikely((t = sq_find(&c->sq, ctx, wc->status != IBV_WC_SUCCESS)) == c->sq.head)) {
+		STAT_ADD(w->st.stray_completions, 1);
+		return;
+	}
 	if (pc_unlikely(wc->status != IBV_WC_SUCCESS)) {
 		err = pc_wc_error(w->dev, wc, ctx_what(ctx));
-		if (wc->status != IBV_WC_WR_FLUSH_ERR) {
+		if (wc->status != IBV_WC_WR_FLUSH_ERR)
 			STAT_ADD(w->st.wc_errors, 1);
-			drain_fail(w, c, err);
-		}
 	}
-	dp_sq_complete(w, c, ctx, err);
+	sq_complete_at(w, c, t, err);
+	if (pc_unlikely(err) && wc->status != IBV_WC_WR_FLUSH_ERR)
+		drain_fail(w, c, err);
 }
 
 /* --- credits ----------------------------------------------------------------------- */
@@ -330,15 +527,34 @@ static inline uint64_t credits_avail(struct conn *c)
 	return c->peer_grant_seen - c->sent_credited;
 }
 
-/* Moves releasable credits into the grant, bounded by what the SRQ holds. */
+static inline uint32_t credits_room(const struct pc_worker *w)
+{
+	return w->srq_outstanding > w->credits_out ? w->srq_outstanding - w->credits_out : 0;
+}
+
+/*
+ * Brings @c's credits up to its share of the SRQ (credit_target()) or what
+ * it has earned (c->allow), whichever is less, within
+ * the room the SRQ has and the floors of the others (credit_grant()).
+ * Whatever it still wants stays in grant_pending: the conn is looked at
+ * again next turn.
+ */
 static inline void credits_grant(struct pc_worker *w, struct conn *c)
 {
-	uint32_t room = w->srq_outstanding > w->credits_out ? w->srq_outstanding - w->credits_out : 0;
-	uint32_t g = PC_MIN(c->grant_pending, room);
+	const struct pc_engine_params *p = w->p;
+	uint32_t o = conn_outstanding(c);
+	uint32_t target = PC_MIN(credit_target(p->srq_depth, w->ncredited, c->window), c->allow);
+	uint32_t g;
 
+	/* buffers back in the pool count only once posted: post them before giving up */
+	if (credits_room(w) < target - PC_MIN(o, target) && w->srq_outstanding < p->srq_depth)
+		dp_refill_srq(w, false);
+	g = credit_grant(o, target, p->min_window, credits_room(w), w->floor_deficit);
+	w->floor_deficit -= credit_short(o, p->min_window) - credit_short(o + g, p->min_window);
 	c->granted += g;
-	c->grant_pending -= g;
 	w->credits_out += g;
+	c->grant_pending = target - PC_MIN(o + g, target);
+	credits_publish(w);
 }
 
 /* --- building and posting chains -------------------------------------------------------- */
@@ -360,7 +576,6 @@ static pc_always_inline void add_send(struct pc_worker *w, struct conn *c, struc
 	wr->send_flags = bytes <= c->max_inline ? IBV_SEND_INLINE : 0;
 	wr->wr_id = (uintptr_t)&m->ctx;
 	m->ctx.conn = c;
-	m->in_sq = 1;
 	STAT_ADD(c->msgs_sent, 1);
 	STAT_ADD(c->bytes_sent, m->pub.len);
 }
@@ -472,6 +687,7 @@ static void post_chain(struct pc_worker *w, struct conn *c)
 		if (sq_push(&c->sq, ctx, i + 1 == ch->n, ctx->kind == WR_OP))
 			ch->wr[i].send_flags |= IBV_SEND_SIGNALED;
 	}
+	w->sq_wrs += ch->n;
 	ret = dp_post(w, c, ch->wr, &bad);
 	STAT_ADD(w->st.doorbells, 1);
 	if (pc_likely(!ret)) {
@@ -490,7 +706,8 @@ static void post_chain(struct pc_worker *w, struct conn *c)
 static void flush_conn(struct pc_worker *w, struct conn *c)
 {
 	struct wr_chain *ch = &w->chain;
-	uint32_t space = sq_space(&c->sq);
+	/* within its send queue, and within the room the CQ has for send completions */
+	uint32_t space = PC_MIN(sq_space(&c->sq), cq_send_room(&w->lim, w->cq_conns, w->sq_wrs));
 	bool stalled = false;
 
 	chain_reset(ch);
@@ -501,6 +718,8 @@ static void flush_conn(struct pc_worker *w, struct conn *c)
 			add_credit(w, c);
 			space--;
 		}
+	} else if (c->rq_posted + c->held < PC_MIN(CREDIT_RAW_RQ_DEPTH, w->p->raw_bufs)) {
+		dp_refill_rq(w, c);
 	}
 	while (c->bl_head && ch->n < space) {
 		struct wr_ctx *ctx = c->bl_head;
@@ -577,21 +796,30 @@ int dp_send(struct pc_worker *w, struct msg *m)
 		dp_msg_release(w, m);
 		return -ENOTCONN;
 	}
-	if (m->pub.type == PC_MSG_REQUEST)
+	if (m->pub.type == PC_MSG_REQUEST && !c->raw) {
+		/* pc_call() keeps the window, so this fails only for an id used twice */
+		if (pc_unlikely(!reqset_add(&c->reqs, m->pub.req_id))) {
+			pc_warn("%s qp 0x%x: request id %llu already in flight; message released",
+				w->dev->name, c->qpn, (unsigned long long)m->pub.req_id);
+			dp_msg_release(w, m);
+			return -EINVAL;
+		}
 		STAT_ADD(c->inflight_req, 1);
+	}
 	backlog_add(c, &m->ctx);
 	if (c->state == CONN_UP)
 		dp_mark_dirty(w, c);
 	return 0;
 }
 
+/* Reports through done() only, on either path: pc_rdma() then returns 0. */
 int dp_rdma(struct pc_worker *w, struct pc_op *op)
 {
 	struct conn *c = op_priv(op)->ctx.conn;
 
 	if (pc_unlikely(!conn_accepts(c))) {
 		op->done(op, -ENOTCONN);
-		return -ENOTCONN;
+		return 0;
 	}
 	backlog_add(c, &op_priv(op)->ctx);
 	if (c->state == CONN_UP)
@@ -601,9 +829,15 @@ int dp_rdma(struct pc_worker *w, struct pc_op *op)
 
 void dp_submit(struct pc_worker *w, struct wr_ctx *ctx)
 {
+	/* read first: the action may hand @ctx back to the application */
+	struct conn *c = ctx->conn, *ref = ctx->ref ? c : NULL;
+
+	ctx->ref = 0;
 	switch (ctx->action) {
 	case ACT_SEND:
-		dp_send(w, pc_container_of(ctx, struct msg, ctx));
+		/* pc_send() returned 0 for it already: a refusal now is a drop */
+		if (dp_send(w, pc_container_of(ctx, struct msg, ctx)))
+			dp_count_dropped(w, c, 1);
 		break;
 	case ACT_RELEASE:
 		dp_msg_release(w, pc_container_of(ctx, struct msg, ctx));
@@ -614,6 +848,9 @@ void dp_submit(struct pc_worker *w, struct wr_ctx *ctx)
 	default:
 		pc_err("%s: bad submission action %u", w->name, ctx->action);
 	}
+	/* the entry's reference, once the conn is no longer needed for it */
+	if (ref)
+		conn_put(w, ref);
 }
 
 /* --- SRQ ------------------------------------------------------------------------------------ */
@@ -623,7 +860,7 @@ void dp_refill_srq(struct pc_worker *w, bool arm)
 	const struct pc_engine_params *p = w->p;
 	uint32_t want = p->srq_depth - w->srq_outstanding, n = 0, i;
 	struct ibv_recv_wr *bad = NULL;
-	int ret, ev;
+	int ret;
 
 	while (n < want) {
 		struct pc_buf *b = pc_pool_get(w->rx);
@@ -632,10 +869,10 @@ void dp_refill_srq(struct pc_worker *w, bool arm)
 		if (!b)
 			break;
 		m = &w->rx_msgs[b->index];
-		m->in_sq = 0;
 		m->in_srq = 1;
-		w->rsge[n] = (struct ibv_sge){ (uintptr_t)b->addr, b->cap, b->lkey };
-		w->rwr[n] = (struct ibv_recv_wr){ .wr_id = (uintptr_t)&m->ctx,
+		/* exactly what is accepted: a longer message fails its receive (LOC_LEN_ERR) */
+		w->rsge[n] = (struct ibv_sge){ (uintptr_t)b->addr, HDR + p->msg_size, b->lkey };
+		w->rwr[n] = (struct ibv_recv_wr){ .wr_id = (uintptr_t)&m->rctx,
 						  .next = &w->rwr[n + 1],
 						  .sg_list = &w->rsge[n],
 						  .num_sge = 1 };
@@ -652,8 +889,8 @@ void dp_refill_srq(struct pc_worker *w, bool arm)
 			for (uint32_t k = i; k < n; k++) {
 				struct wr_ctx *ctx = (struct wr_ctx *)(uintptr_t)w->rwr[k].wr_id;
 
-				pc_container_of(ctx, struct msg, ctx)->in_srq = 0;
-				pc_pool_put(w->rx, pc_container_of(ctx, struct msg, ctx)->buf);
+				pc_container_of(ctx, struct msg, rctx)->in_srq = 0;
+				pc_pool_put(w->rx, pc_container_of(ctx, struct msg, rctx)->buf);
 			}
 		}
 		w->srq_outstanding += i;
@@ -661,21 +898,72 @@ void dp_refill_srq(struct pc_worker *w, bool arm)
 		STAT_ADD(w->st.srq_doorbells, 1);
 	}
 
-	/* IBV_EVENT_SRQ_LIMIT_REACHED: count it once, re-arm once refilled */
-	ev = atomic_load_explicit(&w->srq_limit, memory_order_relaxed);
-	if (ev == 1) {
+	/*
+	 * IBV_EVENT_SRQ_LIMIT_REACHED: taken with an exchange, so an event the
+	 * control thread flags after a re-arm is never overwritten; counted
+	 * once, re-armed once refilled.
+	 */
+	if (atomic_load_explicit(&w->srq_limit, memory_order_relaxed) &&
+	    atomic_exchange_explicit(&w->srq_limit, 0, memory_order_relaxed)) {
 		STAT_ADD(w->st.srq_limit_events, 1);
-		atomic_store_explicit(&w->srq_limit, 2, memory_order_relaxed);
+		w->srq_rearm = true;
 		pc_debug("%s: SRQ limit reached (%u posted); refilling", w->name, w->srq_outstanding);
 	}
-	if ((arm || ev) && w->srq_outstanding >= p->srq_watermark) {
+	if ((arm || w->srq_rearm) && w->srq_outstanding >= p->srq_watermark) {
 		struct ibv_srq_attr a = { .srq_limit = PC_MAX(p->srq_watermark / 2, 1u) };
 
 		ret = ibv_modify_srq(w->srq, &a, IBV_SRQ_LIMIT);
 		if (ret)
 			pc_warn("%s: %s: ibv_modify_srq(srq_limit %u): %s", w->name, w->dev->name,
 				a.srq_limit, strerror(abs(pc_neg_errno(ret))));
-		atomic_store_explicit(&w->srq_limit, 0, memory_order_relaxed);
+		w->srq_rearm = false;
 	}
 	__atomic_store_n(&w->st.srq_outstanding, w->srq_outstanding, __ATOMIC_RELAXED);
+}
+
+/*
+ * Tops up a raw peer's own receive queue: its buffers posted or held by the
+ * application never exceed its depth, whatever it sends, and come from the
+ * raw pool, never from the SRQ's.
+ */
+void dp_refill_rq(struct pc_worker *w, struct conn *c)
+{
+	uint32_t depth = PC_MIN(CREDIT_RAW_RQ_DEPTH, w->p->raw_bufs), n = 0, i, k;
+	struct ibv_recv_wr *bad = NULL;
+	int ret;
+
+	while (c->rq_posted + c->held + n < depth) {
+		struct pc_buf *b = pc_pool_get(w->raw);
+		struct msg *m;
+
+		if (!b)
+			break;
+		m = &w->raw_msgs[b->index];
+		m->in_rq = 1;
+		m->rctx.conn = c;
+		w->rsge[n] = (struct ibv_sge){ (uintptr_t)b->addr, w->p->msg_size, b->lkey };
+		w->rwr[n] = (struct ibv_recv_wr){ .wr_id = (uintptr_t)&m->rctx,
+						  .next = &w->rwr[n + 1],
+						  .sg_list = &w->rsge[n],
+						  .num_sge = 1 };
+		n++;
+	}
+	if (!n)
+		return;
+	w->rwr[n - 1].next = NULL;
+	ret = ibv_post_recv(c->qp, w->rwr, &bad);
+	i = n;
+	if (pc_unlikely(ret)) {
+		i = bad ? (uint32_t)(bad - w->rwr) : 0;
+		pc_warn("%s port %u qp 0x%x: ibv_post_recv of %u failed at %u: %s", w->dev->name,
+			w->dev->port, c->qpn, n, i, strerror(abs(pc_neg_errno(ret))));
+		for (k = i; k < n; k++) {
+			struct msg *m = pc_container_of((struct wr_ctx *)(uintptr_t)w->rwr[k].wr_id,
+							struct msg, rctx);
+
+			m->in_rq = 0;
+			pc_pool_put(w->raw, m->buf);
+		}
+	}
+	c->rq_posted += i;
 }

@@ -23,6 +23,8 @@
 #define MARKER_TIMEOUT_NS (2000ull * 1000 * 1000)
 #define LAST_WQE_GRACE_NS (100ull * 1000 * 1000)
 
+static void sq_abandon(struct pc_worker *w, struct conn *c);
+
 void drain_fail(struct pc_worker *w, struct conn *c, int err)
 {
 	if (c->state >= CONN_DRAINING)
@@ -44,6 +46,7 @@ static void backlog_cancel(struct pc_worker *w, struct conn *c)
 		struct wr_ctx *next = ctx->next;
 
 		if (ctx->kind == WR_MSG) {
+			dp_count_dropped(w, c, 1);
 			dp_msg_release(w, pc_container_of(ctx, struct msg, ctx));
 		} else {
 			struct pc_op *op = op_of_ctx(ctx);
@@ -67,21 +70,27 @@ void drain_begin(struct pc_worker *w, struct conn *c)
 		return;
 	c->was_up = c->state == CONN_UP;
 	conn_set_state(c, CONN_DRAINING);
-	ret = pc_qp_to_err(w->dev, c->qp);
+	ret = qp_to_err(w->dev, c->qp);
 	if (ret)
 		pc_debug("%s qp 0x%x: to ERR: %s", w->dev->name, c->qpn, pc_last_error());
 	backlog_cancel(w, c);
-	/* the peer can no longer use what we granted */
-	w->credits_out -= (uint32_t)(c->granted - c->recv_credited);
-	c->grant_pending = 0;
+	/* never UP: what arrived before goes back unseen (no DOWN will follow) */
+	if (c->early_head)
+		dp_drop_early(w, c);
+	/* the peer can no longer use what we granted (clamped: it may have overrun) */
+	if (!c->raw)
+		dp_credited_leave(w, c);
 
 	/* the marker has its own reserved slot (sq_space() keeps one back) */
 	sq_push(&c->sq, &c->marker_ctx, true, true);
 	ret = dp_post(w, c, &wr, &bad);
 	if (ret) {
-		pc_warn("%s qp 0x%x: cannot post the drain marker (%s); relying on the deadline",
-			w->dev->name, c->qpn, strerror(abs(pc_neg_errno(ret))));
+		pc_warn("%s qp 0x%x: cannot post the drain marker (%s); abandoning %u WRs",
+			w->dev->name, c->qpn, strerror(abs(pc_neg_errno(ret))),
+			sq_inflight(&c->sq) - 1);
 		sq_unpush(&c->sq, 1);
+		/* nothing proves they will flush: give their buffers and ops back now */
+		sq_abandon(w, c);
 		c->marker_done = true;
 	}
 	c->drain_deadline_ns = now_ns() + MARKER_TIMEOUT_NS;
@@ -103,6 +112,9 @@ static bool drain_done(struct pc_worker *w, struct conn *c, uint64_t now)
 {
 	const char *rule;
 
+	/* a raw peer's own receive queue flushes every buffer back first */
+	if (c->rq_posted && now < c->drain_deadline_ns)
+		return false;
 	if (!c->marker_done) {
 		if (now < c->drain_deadline_ns)
 			return false;
@@ -119,8 +131,10 @@ static bool drain_done(struct pc_worker *w, struct conn *c, uint64_t now)
 			return false;
 		rule = "flush marker + grace period (no LAST_WQE_REACHED from the provider)";
 	}
-	pc_info("%s port %u qp 0x%x: closed (%s); drain ended by %s", w->dev->name,
-		w->dev->port, c->qpn, c->close_err ? strerror(-c->close_err) : "disconnect", rule);
+	pc_info("%s port %u qp 0x%x: closed (%s); drain ended by %s; %llu accepted messages dropped",
+		w->dev->name, w->dev->port, c->qpn,
+		c->close_err ? strerror(-c->close_err) : "disconnect", rule,
+		(unsigned long long)c->msgs_dropped);
 	return true;
 }
 
@@ -139,6 +153,11 @@ void drain_poll(struct pc_worker *w)
 		}
 		*pp = c->drain_next;
 		conn_set_state(c, CONN_DRAINED);
+		/* no more completions for it: its marker's CQE is free again */
+		w->cq_conns--;
+		if (c->rq_posted)
+			pc_warn("%s qp 0x%x: %u receives never flushed; their buffers are lost",
+				w->dev->name, c->qpn, c->rq_posted);
 		if (c->was_up && p->on_conn)
 			p->on_conn((struct pc_conn *)c, PC_CONN_DOWN, p->arg);
 		STAT_ADD(w->st.conns, (uint32_t)-1);
@@ -150,7 +169,8 @@ void drain_maybe_retire(struct pc_worker *w, struct conn *c)
 {
 	struct conn **slot = &w->cache[c->qpn & (PC_ARRAY_SIZE(w->cache) - 1)];
 
-	if (c->state != CONN_DRAINED || c->held)
+	/* after DOWN, and once nothing the application holds names it (engine.h) */
+	if (c->state != CONN_DRAINED || c->held || conn_refs(c))
 		return;
 	if (*slot == c)
 		*slot = NULL;

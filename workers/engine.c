@@ -41,26 +41,33 @@ static int params_normalise(struct pc_engine_params *p)
 	DEFAULT(msg_size, 4096);
 	DEFAULT(rx_bufs, 1024);
 	DEFAULT(tx_bufs, 1024);
-	DEFAULT(srq_depth, p->rx_bufs);
+	if (p->raw_bufs >= p->rx_bufs)
+		return pc_set_error(-EINVAL, "raw_bufs %u leaves no receive buffer of %u for the SRQ",
+				    p->raw_bufs, p->rx_bufs);
+	DEFAULT(srq_depth, p->rx_bufs - p->raw_bufs);
 	DEFAULT(srq_watermark, p->srq_depth / 4 ? p->srq_depth / 4 : 1);
 	DEFAULT(sq_depth, 256);
 	DEFAULT(signal_every, 16);
 	DEFAULT(poll_batch, 32);
 	DEFAULT(window, 64);
+	DEFAULT(min_window, 1);
 	DEFAULT(ring_size, 1024);
-	DEFAULT(max_conns_per_worker, 64);
+	DEFAULT(max_conns_per_worker, 1024);
 	DEFAULT(idle_spins, 1000);
 	p->sq_depth = (uint32_t)pc_align_pow2(p->sq_depth);
 	p->ring_size = (uint32_t)pc_align_pow2(p->ring_size);
-	if (p->srq_depth > p->rx_bufs)
-		return pc_set_error(-EINVAL, "srq_depth %u exceeds rx_bufs %u", p->srq_depth,
-				    p->rx_bufs);
+	if ((uint64_t)p->srq_depth + p->raw_bufs > p->rx_bufs)
+		return pc_set_error(-EINVAL, "srq_depth %u and raw_bufs %u exceed rx_bufs %u",
+				    p->srq_depth, p->raw_bufs, p->rx_bufs);
 	if (p->srq_watermark > p->srq_depth)
 		return pc_set_error(-EINVAL, "srq_watermark %u exceeds srq_depth %u",
 				    p->srq_watermark, p->srq_depth);
 	if (p->window > p->srq_depth)
 		return pc_set_error(-EINVAL, "window %u exceeds srq_depth %u: a single peer "
 				    "could not be given its credits", p->window, p->srq_depth);
+	if (p->min_window > p->window)
+		return pc_set_error(-EINVAL, "min_window %u exceeds window %u", p->min_window,
+				    p->window);
 	if (p->signal_every > p->sq_depth / 2)
 		p->signal_every = p->sq_depth / 2;
 	if (p->handoff == PC_HANDOFF_HANDLER && !p->on_msg)
@@ -74,12 +81,11 @@ static int params_normalise(struct pc_engine_params *p)
 static int devices_open(struct pc_engine *e)
 {
 	const char *const *names = e->p.devices;
-	int n = 0, i;
+	struct ibv_device **present = NULL;
+	int n = 0, i, ret = 0;
 	unsigned int k;
 
 	e->cm_ctxs = rdma_get_devices(&n);
-	if (!e->cm_ctxs || n == 0)
-		return pc_set_error(-ENODEV, "no RDMA device found (is a driver loaded? try ibv_devices)");
 	for (k = 0; names && names[k]; k++)
 		;
 	e->ndevs = names ? k : 1;
@@ -87,46 +93,122 @@ static int devices_open(struct pc_engine *e)
 		return pc_set_error(-EINVAL, "empty device list");
 	e->devs = calloc(e->ndevs, sizeof(*e->devs));
 	e->devnames = calloc(e->ndevs, sizeof(*e->devnames));
-	if (!e->devs || !e->devnames)
+	present = calloc(n > 0 ? (size_t)n : 1, sizeof(*present));
+	if (!e->devs || !e->devnames || !present) {
+		free(present);
 		return -ENOMEM;
+	}
+	for (i = 0; e->cm_ctxs && i < n; i++)
+		present[i] = e->cm_ctxs[i]->device;
 	for (k = 0; k < e->ndevs; k++) {
-		struct ibv_context *ctx = NULL;
-
-		for (i = 0; i < n && !ctx; i++)
-			if (!names || !strcmp(ibv_get_device_name(e->cm_ctxs[i]->device), names[k]))
-				ctx = e->cm_ctxs[i];
-		if (!ctx)
-			return pc_set_error(-ENODEV, "RDMA device '%s' not found (%d present)",
-					    names[k], n);
-		e->devs[k] = pc_dev_from_context(ctx, 1);
-		if (!e->devs[k])
-			return -errno;
+		i = dev_pick(present, e->cm_ctxs ? n : 0, names ? names[k] : NULL);
+		if (i < 0) {
+			ret = i;
+			break;
+		}
+		e->devs[k] = pc_dev_from_context(e->cm_ctxs[i],
+						 e->p.device_params ? e->p.device_params[k].port : 1);
+		if (!e->devs[k]) {
+			ret = -errno;
+			break;
+		}
 		e->devnames[k] = e->devs[k]->name;
-		pc_info("%s port 1: %s verbs path", e->devs[k]->name,
+		pc_info("%s port %u: %s verbs path", e->devs[k]->name, e->devs[k]->port,
 			e->devs[k]->mlx5dv ? "mlx5dv-capable" : "generic");
 	}
+	free(present);
+	return ret;
+}
+
+static bool has_overrides(const struct pc_engine *e)
+{
+	unsigned int d;
+
+	if (e->p.housekeeping_pus)
+		return true;
+	for (d = 0; e->p.device_params && d < e->ndevs; d++)
+		if (e->p.device_params[d].cpus)
+			return true;
+	return false;
+}
+
+/* A PU list in hwloc syntax ("0-1,40"); "" is the empty set. */
+static int parse_pus(const char *what, const char *list, hwloc_bitmap_t *out)
+{
+	*out = hwloc_bitmap_alloc();
+	if (!*out)
+		return -ENOMEM;
+	if (*list && (hwloc_bitmap_list_sscanf(*out, list) < 0 || hwloc_bitmap_weight(*out) < 0))
+		return pc_set_error(-EINVAL, "%s: '%s' is not a list of PUs (e.g. \"0-1,40\")",
+				    what, list);
 	return 0;
 }
 
-/* Placement: NIC-local cores when the plan allows; otherwise unpinned, said aloud. */
-static void placement(struct pc_engine *e)
+/* The policy from housekeeping_pus and each device's cpus; sets to free after. */
+static int placement_policy(struct pc_engine *e, struct pc_plan_policy *pol,
+			    hwloc_bitmap_t *sets)
 {
+	const struct pc_device_params *dp = e->p.device_params;
+	unsigned int d;
+	int ret;
+
+	if (e->p.housekeeping_pus) {
+		ret = parse_pus("housekeeping_pus", e->p.housekeeping_pus, &sets[e->ndevs]);
+		if (ret)
+			return ret;
+		pol->housekeeping = sets[e->ndevs];
+	}
+	for (d = 0; dp && d < e->ndevs; d++) {
+		if (!dp[d].cpus)
+			continue;
+		ret = parse_pus(e->devnames[d], dp[d].cpus, &sets[d]);
+		if (ret)
+			return ret;
+	}
+	pol->device_cpus = (const hwloc_const_cpuset_t *)sets;
+	return 0;
+}
+
+/*
+ * Placement: NIC-local cores when the plan allows; otherwise unpinned, said
+ * aloud. Placement the caller asked for is never dropped: it works or fails.
+ */
+static int placement(struct pc_engine *e)
+{
+	bool asked = has_overrides(e);
+	struct pc_plan_policy pol = { 0 };
+	hwloc_bitmap_t *sets = NULL;
+	unsigned int d;
 	int ret;
 
 	if (e->p.no_numa)
-		return;
+		return asked ? pc_set_error(-EINVAL, "no_numa with housekeeping_pus or device cpus")
+			     : 0;
 	e->topo = pc_topo_open();
 	if (!e->topo) {
+		if (asked)
+			return pc_set_error(errno ? -errno : -ENODEV,
+					    "placement asked for, but no topology: %s", pc_last_error());
 		pc_warn("no topology (%s); workers run unpinned", pc_last_error());
-		return;
+		return 0;
 	}
-	ret = pc_plan_build(e->topo, (const char *const *)e->devnames, e->ndevs,
-			    e->p.workers_per_device, NULL, &e->plan);
-	if (ret) {
+	/* one set per device, then the housekeeping one */
+	sets = calloc(e->ndevs + 1, sizeof(*sets));
+	if (!sets)
+		return -ENOMEM;
+	ret = placement_policy(e, &pol, sets);
+	if (!ret)
+		ret = pc_plan_build(e->topo, (const char *const *)e->devnames, e->ndevs,
+				    e->p.workers_per_device, &pol, &e->plan);
+	for (d = 0; d <= e->ndevs; d++)
+		hwloc_bitmap_free(sets[d]);
+	free(sets);
+	if (ret && !asked) {
 		pc_warn("cannot place %u workers per device (%s); workers run unpinned",
 			e->p.workers_per_device, pc_last_error());
-		e->plan = NULL;
+		ret = 0;
 	}
+	return ret;
 }
 
 struct pc_engine *pc_engine_create(const struct pc_engine_params *params)
@@ -145,7 +227,9 @@ struct pc_engine *pc_engine_create(const struct pc_engine_params *params)
 	ret = devices_open(e);
 	if (ret)
 		goto err;
-	placement(e);
+	ret = placement(e);
+	if (ret)
+		goto err;
 	e->conns = cds_lfht_new(64, 64, 0, CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING, NULL);
 	e->slot_taken = calloc(e->p.app_threads, sizeof(*e->slot_taken));
 	n = e->ndevs * e->p.workers_per_device;
@@ -168,6 +252,7 @@ struct pc_engine *pc_engine_create(const struct pc_engine_params *params)
 			.place = e->plan ? &e->plan->entries[i] : NULL,
 			.conns = e->conns,
 			.control = &e->inbox,
+			.must_bind = has_overrides(e),
 		};
 
 		ret = worker_start(&e->workers[i], &cfg);
@@ -175,6 +260,12 @@ struct pc_engine *pc_engine_create(const struct pc_engine_params *params)
 			goto err;
 		e->nworkers++;
 	}
+	/* its workers' SRQs and its conns may now be named by async events */
+	control_publish(e);
+	/* read during this call only (engine.h): never dereferenced later */
+	e->p.devices = NULL;
+	e->p.device_params = NULL;
+	e->p.housekeeping_pus = NULL;
 	return e;
 err:
 	pc_engine_destroy(e);
@@ -203,8 +294,8 @@ static void retire_left(struct conn *c)
 	if (c->state == CONN_RETIRED)
 		return;
 	if (c->state == CONN_DRAINED)
-		pc_warn("%s qp 0x%x: %u buffers still held by the application; freed with the engine",
-			c->w->dev->name, c->qpn, c->held);
+		pc_warn("%s qp 0x%x: %u received and %u other buffers or submissions still held by the application; freed with the engine",
+			c->w->dev->name, c->qpn, c->held, conn_refs(c));
 	else
 		pc_warn("%s qp 0x%x: not drained when the engine stopped; destroying it",
 			c->w->dev->name, c->qpn);
@@ -231,7 +322,7 @@ static unsigned int walk(struct pc_engine *e, const struct visit *v)
 	/* not cds_lfht_for_each_entry: it computes container_of(NULL) at the end */
 	for (cds_lfht_first(e->conns, &it); (node = cds_lfht_iter_get_node(&it));
 	     cds_lfht_next(e->conns, &it)) {
-		struct conn *c = caa_container_of(node, struct conn, node);
+		struct conn *c = conn_of_node(node);
 
 		if (__atomic_load_n(&c->state, __ATOMIC_RELAXED) == CONN_RETIRED)
 			continue;
@@ -240,7 +331,7 @@ static unsigned int walk(struct pc_engine *e, const struct visit *v)
 	}
 	rcu_read_unlock();
 	if (reg)
-		rcu_unregister_thread();
+		qsbr_unregister();
 	return n;
 }
 
@@ -328,9 +419,14 @@ void pc_engine_destroy(struct pc_engine *e)
 
 /* --- routing --------------------------------------------------------------------------- */
 
-/* Runs @ctx's action on its worker: directly on that worker, else through its ring. */
-static int route(struct pc_worker *w, struct wr_ctx *ctx)
+/*
+ * Runs @ctx's action on its worker: directly on that worker, else through
+ * its ring. A ring entry that names a conn nothing else keeps alive (@ref)
+ * takes a reference on it, which the worker gives back when it dequeues it.
+ */
+static int route(struct pc_worker *w, struct wr_ctx *ctx, bool ref)
 {
+	ctx->ref = 0;
 	if (self_worker == w) {
 		if (ctx->action == ACT_SEND)
 			return dp_send(w, pc_container_of(ctx, struct msg, ctx));
@@ -339,8 +435,15 @@ static int route(struct pc_worker *w, struct wr_ctx *ctx)
 		dp_submit(w, ctx);
 		return 0;
 	}
-	if (pc_unlikely(pc_ring_mpsc_enqueue(w->submit, ctx)))
+	if (ref) {
+		ctx->ref = 1;
+		conn_ref_app(ctx->conn);
+	}
+	if (pc_unlikely(pc_ring_mpsc_enqueue(w->submit, ctx))) {
+		if (ref)
+			conn_unref_app(ctx->conn);
 		return -ENOBUFS; /* counted by the ring; the caller still owns it */
+	}
 	worker_wake(w);
 	return 0;
 }
@@ -353,11 +456,20 @@ struct pc_msg *pc_msg_alloc(struct pc_conn *pconn)
 	void *obj;
 	int slot;
 
+	if (pc_unlikely(__atomic_load_n(&c->state, __ATOMIC_RELAXED) >= CONN_DRAINING)) {
+		errno = ENOTCONN;
+		return NULL;
+	}
+	/* the buffer keeps @c alive until it is back in the pool (engine.h) */
 	if (self_worker == w) {
 		m = dp_tx_alloc(w);
+		if (m)
+			c->refs_w++;
 	} else if ((slot = app_slot(c->e)) >= 0) {
-		if (pc_ring_spsc_dequeue_burst(w->chans[slot].txfree, &obj, 1))
+		if (pc_ring_spsc_dequeue_burst(w->chans[slot].txfree, &obj, 1)) {
 			m = obj;
+			conn_ref_app(c);
+		}
 	} else {
 		pc_set_error(-EPERM, "pc_msg_alloc: call pc_app_attach() on this thread first");
 		errno = EPERM;
@@ -371,6 +483,7 @@ struct pc_msg *pc_msg_alloc(struct pc_conn *pconn)
 	m->pub.type = PC_MSG_ONEWAY;
 	m->pub.req_id = 0;
 	m->ctx.conn = c;
+	m->origin = c;
 	msg_bind(m, c);
 	return &m->pub;
 }
@@ -393,10 +506,16 @@ static int msg_submit(struct pc_msg *pm, uint8_t type)
 	/* a received buffer may be sent on: its payload offset follows the conn */
 	if (pc_unlikely(pm->data != (char *)m->buf->addr + (c->raw ? 0 : WIRE_HDR_LEN)))
 		return pc_set_error(-EINVAL, "message data pointer was moved");
+	/* closing or closed, maybe past DOWN (the message keeps @c allocated) */
+	if (pc_unlikely(__atomic_load_n(&c->state, __ATOMIC_RELAXED) >= CONN_DRAINING)) {
+		ret = pc_msg_release(pm);
+		return ret ? ret : -ENOTCONN;
+	}
 	pm->type = type;
 	m->ctx.conn = c;
 	m->ctx.action = ACT_SEND;
-	ret = route(c->w, &m->ctx);
+	/* a message keeps its origin alive; sent elsewhere, the entry keeps the target */
+	ret = route(c->w, &m->ctx, m->origin != c);
 	return ret;
 }
 
@@ -405,22 +524,38 @@ int pc_send(struct pc_msg *msg)
 	return msg_submit(msg, PC_MSG_ONEWAY);
 }
 
+/*
+ * Requests in flight, as seen from an app thread: ids taken, less those
+ * answered (the worker counts) and those never submitted. Stale reads only
+ * make it larger, so the window is never exceeded.
+ */
+static uint64_t calls_open(const struct conn *c, uint64_t next)
+{
+	return next - 1 - __atomic_load_n(&c->req_answered, __ATOMIC_RELAXED) -
+	       __atomic_load_n(&c->req_abandoned, __ATOMIC_RELAXED);
+}
+
 int pc_call(struct pc_msg *msg, uint64_t *req_id)
 {
 	struct conn *c = (struct conn *)msg->conn;
+	uint64_t id = __atomic_load_n(&c->next_req_id, __ATOMIC_RELAXED);
 	int ret;
 
-	/* next_req_id and inflight_req belong to the worker; read them relaxed */
-	if (__atomic_load_n(&c->inflight_req, __ATOMIC_RELAXED) >= c->window && c->window)
-		return -EAGAIN;
-	msg->req_id = __atomic_fetch_add(&c->next_req_id, 1, __ATOMIC_RELAXED);
+	/* the window is exact: the worker's table of ids in flight never overflows */
+	do {
+		if (c->window && calls_open(c, id) >= c->window)
+			return -EAGAIN;
+	} while (!__atomic_compare_exchange_n(&c->next_req_id, &id, id + 1, true,
+					      __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+	msg->req_id = id;
 	ret = msg_submit(msg, PC_MSG_REQUEST);
 	if (ret) {
-		/* give the id back unless another thread took the next one meanwhile */
+		/* give the id back; if another thread took the next one, count it abandoned */
 		uint64_t next = msg->req_id + 1;
 
-		__atomic_compare_exchange_n(&c->next_req_id, &next, msg->req_id, false,
-					    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+		if (!__atomic_compare_exchange_n(&c->next_req_id, &next, msg->req_id, false,
+						 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			__atomic_fetch_add(&c->req_abandoned, 1, __ATOMIC_RELAXED);
 		return ret;
 	}
 	if (req_id)
@@ -440,7 +575,7 @@ int pc_msg_release(struct pc_msg *pm)
 	struct msg *m = msg_of(pm);
 
 	m->ctx.action = ACT_RELEASE;
-	return route(m->w, &m->ctx);
+	return route(m->w, &m->ctx, false);
 }
 
 int pc_rdma(struct pc_conn *pconn, struct pc_op *op)
@@ -454,7 +589,7 @@ int pc_rdma(struct pc_conn *pconn, struct pc_op *op)
 	pv->ctx.kind = WR_OP;
 	pv->ctx.action = ACT_RDMA;
 	pv->ctx.conn = c;
-	return route(c->w, &pv->ctx);
+	return route(c->w, &pv->ctx, true);
 }
 
 int pc_close(struct pc_conn *pconn)
@@ -537,8 +672,6 @@ void pc_conn_set_user(struct pc_conn *conn, void *user)
 	((struct conn *)conn)->user = user;
 }
 
-#define LD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
-
 void pc_conn_info(const struct pc_conn *pconn, struct pc_conn_info *info)
 {
 	const struct conn *c = (const struct conn *)pconn;
@@ -549,21 +682,23 @@ void pc_conn_info(const struct pc_conn *pconn, struct pc_conn_info *info)
 	info->worker = (int)c->w->idx;
 	info->app_slot = c->app_slot;
 	info->raw = c->raw;
-	info->msgs_sent = LD(c->msgs_sent);
-	info->msgs_recv = LD(c->msgs_recv);
-	info->bytes_sent = LD(c->bytes_sent);
-	info->bytes_recv = LD(c->bytes_recv);
-	info->credit_stalls = LD(c->credit_stalls);
-	info->sq_stalls = LD(c->sq_stalls);
-	info->backlog = LD(c->backlog);
-	info->inflight_req = LD(c->inflight_req);
-	info->held = LD(c->held);
+#define SAMPLE(f) info->f = STAT_LD(c->f);
+	CONN_COUNTERS(SAMPLE)
+#undef SAMPLE
 }
 
 unsigned int pc_engine_nworkers(const struct pc_engine *e)
 {
 	return e->nworkers;
 }
+
+/* A counter added to struct pc_worker_stats but not to WORKER_COUNTERS fails here. */
+#define FIELD_SIZE(f) +sizeof(((struct pc_worker_stats *)0)->f)
+static_assert(sizeof(struct pc_worker_stats) ==
+	      0 FIELD_SIZE(name) FIELD_SIZE(pu) FIELD_SIZE(numa_node) FIELD_SIZE(submit_full)
+	      FIELD_SIZE(tx_held) WORKER_COUNTERS(FIELD_SIZE),
+	      "pc_engine_stats() samples every field");
+#undef FIELD_SIZE
 
 int pc_engine_stats(const struct pc_engine *e, unsigned int idx, struct pc_worker_stats *st)
 {
@@ -578,28 +713,9 @@ int pc_engine_stats(const struct pc_engine *e, unsigned int idx, struct pc_worke
 	memcpy(st->name, w->st.name, sizeof(st->name));
 	st->pu = w->st.pu;
 	st->numa_node = w->st.numa_node;
-	st->loops = LD(w->st.loops);
-	st->polls = LD(w->st.polls);
-	st->empty_polls = LD(w->st.empty_polls);
-	st->completions = LD(w->st.completions);
-	st->wrs_posted = LD(w->st.wrs_posted);
-	st->doorbells = LD(w->st.doorbells);
-	st->srq_posted = LD(w->st.srq_posted);
-	st->srq_doorbells = LD(w->st.srq_doorbells);
-	st->srq_limit_events = LD(w->st.srq_limit_events);
-	st->rx_msgs = LD(w->st.rx_msgs);
-	st->tx_msgs = LD(w->st.tx_msgs);
-	st->handoff_full = LD(w->st.handoff_full);
-	st->credit_stalls = LD(w->st.credit_stalls);
-	st->sleeps = LD(w->st.sleeps);
-	st->sleep_ns = LD(w->st.sleep_ns);
-	st->wakeups_cq = LD(w->st.wakeups_cq);
-	st->wakeups_submit = LD(w->st.wakeups_submit);
-	st->wc_errors = LD(w->st.wc_errors);
-	st->stray_completions = LD(w->st.stray_completions);
-	st->conns = LD(w->st.conns);
-	st->rx_held = LD(w->st.rx_held);
-	st->srq_outstanding = LD(w->st.srq_outstanding);
+#define SAMPLE(f) st->f = STAT_LD(w->st.f);
+	WORKER_COUNTERS(SAMPLE)
+#undef SAMPLE
 
 	pc_ring_mpsc_stats(w->submit, &rs);
 	st->submit_full = rs.full;
@@ -608,7 +724,7 @@ int pc_engine_stats(const struct pc_engine *e, unsigned int idx, struct pc_worke
 	return 0;
 }
 
-void pc_engine_print_stats(const struct pc_engine *e, void *f)
+void pc_engine_print_stats(const struct pc_engine *e, FILE *f)
 {
 	struct pc_worker_stats s;
 	unsigned int i;

@@ -44,10 +44,13 @@ struct pc_engine {
 	atomic_int ctl_ready;
 
 	atomic_int *slot_taken;
+	struct pc_engine *next_engine;	/* the process's engines (control.c), under its lock */
+	bool listed;
 };
 
 /* control.c */
 int control_start(struct pc_engine *e);
+void control_publish(struct pc_engine *e);
 void control_stop(struct pc_engine *e);
 
 #endif /* PC_ENGINE_PVT_H */

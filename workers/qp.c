@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * Verbs objects whose flavour depends on the device, chosen once at setup:
- *  - the CQ: mlx5dv_create_cq() with CQE compression when the device
- *    reports it, else ibv_create_cq(); both are polled with ibv_poll_cq()
- *    (extended CQ polling is broken on rxe: see docs/architecture.md);
+ *  - the CQ: a plain ibv_create_cq(), polled with ibv_poll_cq() (extended CQ
+ *    polling is broken on rxe: see docs/architecture.md);
  *  - the QP: with ibv_qp_ex send ops (ibv_wr_* posting) on mlx5, or when
  *    asked for with PC_POST_WR_EX; plain otherwise.
  * Control thread (QPs) and worker thread (CQ), at setup only.
@@ -13,49 +12,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pc_config.h"
-#if PC_HAVE_MLX5DV
-#include <infiniband/mlx5dv.h>
-#endif
-
-#if PC_HAVE_MLX5DV
-static struct ibv_cq *create_cq_compressed(struct pc_worker *w, int cqe)
-{
-	struct mlx5dv_context dv = { .comp_mask = MLX5DV_CONTEXT_MASK_CQE_COMPRESION };
-	struct ibv_cq_init_attr_ex attr = {
-		.cqe = (uint32_t)cqe,
-		.cq_context = w,
-		.channel = w->ch,
-	};
-	struct mlx5dv_cq_init_attr mattr = {
-		.comp_mask = MLX5DV_CQ_INIT_ATTR_MASK_COMPRESSED_CQE,
-		.cqe_comp_res_format = MLX5DV_CQE_RES_FORMAT_HASH,
-	};
-	struct ibv_cq_ex *cq;
-
-	if (mlx5dv_query_device(w->dev->ctx, &dv) ||
-	    !(dv.comp_mask & MLX5DV_CONTEXT_MASK_CQE_COMPRESION) || !dv.cqe_comp_caps.max_num ||
-	    !(dv.cqe_comp_caps.supported_format & MLX5DV_CQE_RES_FORMAT_HASH))
-		return NULL;
-	cq = mlx5dv_create_cq(w->dev->ctx, &attr, &mattr);
-	return cq ? ibv_cq_ex_to_cq(cq) : NULL;
-}
-#endif
-
+/*
+ * No mlx5 CQE compression, on purpose: a compressed CQ carries mini-CQEs
+ * that must be expanded by whoever parses the CQ (UCX and DPDK do it in
+ * their own mlx5 code), and we found nothing showing that rdma-core's
+ * ibv_poll_cq() path does. Compression is only for a poller that parses
+ * the CQ itself, which pollcore does not have, and nothing here could
+ * test it (rxe has no such thing).
+ */
 int worker_create_cq(struct pc_worker *w, int cqe)
 {
 	struct pc_dev *d = w->dev;
 
-#if PC_HAVE_MLX5DV
-	if (d->mlx5dv) {
-		w->cq = create_cq_compressed(w, cqe);
-		if (w->cq) {
-			pc_info("%s: %s: CQ with mlx5 CQE compression", w->name, d->name);
-			return 0;
-		}
-		pc_info("%s: %s: no CQE compression; plain CQ", w->name, d->name);
-	}
-#endif
 	w->cq = ibv_create_cq(d->ctx, cqe, w, w->ch, 0);
 	if (!w->cq)
 		return pc_set_error(pc_neg_errno(-1), "%s port %u: ibv_create_cq(%d): %s", d->name,
@@ -92,6 +60,12 @@ int worker_create_qp(struct pc_worker *w, struct conn *c, struct rdma_cm_id *id)
 	};
 	int ret;
 
+	/* a raw peer (no credits) receives into its own queue, never the SRQ */
+	if (c->raw) {
+		attr.srq = NULL;
+		attr.cap.max_recv_wr = PC_MIN(CREDIT_RAW_RQ_DEPTH, p->raw_bufs);
+		attr.cap.max_recv_sge = 1;
+	}
 	if (w->wr_ex) {
 		attr.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 		attr.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE |
@@ -99,7 +73,7 @@ int worker_create_qp(struct pc_worker *w, struct conn *c, struct rdma_cm_id *id)
 	}
 	c->sq.slot = calloc(p->sq_depth, sizeof(*c->sq.slot));
 	c->credit_word = aligned_alloc(PC_CACHELINE, PC_CACHELINE);
-	if (!c->sq.slot || !c->credit_word)
+	if (!c->sq.slot || !c->credit_word || reqset_init(&c->reqs, p->window))
 		return -ENOMEM;
 	memset((void *)c->credit_word, 0, PC_CACHELINE);
 	/* the peer may write exactly these 16 bytes: its grant and our outgoing copy */

@@ -15,6 +15,9 @@
 
 __thread struct pc_worker *self_worker;
 
+/* Send WRs in flight per worker at most, whatever the connections (CQ size). */
+#define CQ_SEND_MAX (32u * 1024)
+
 static void *numa_pool_alloc(size_t len, size_t align, void *arg)
 {
 	struct pc_worker *w = arg;
@@ -42,6 +45,7 @@ static void msgs_init(struct pc_worker *w, struct msg *msgs, struct pc_pool *poo
 		msgs[i].w = w;
 		msgs[i].pool = (uint8_t)which;
 		msgs[i].ctx.kind = WR_MSG;
+		msgs[i].rctx.kind = WR_RECV;
 	}
 }
 
@@ -66,6 +70,9 @@ static int worker_setup(struct pc_worker *w)
 
 	if (w->place && w->topo) {
 		ret = pc_numa_bind_thread(w->topo, w->place);
+		if (ret && w->must_bind)
+			return pc_set_error(ret, "%s: cannot bind to PU %d: %s", w->name,
+					    w->place->pu, strerror(-ret));
 		if (ret)
 			pc_warn("%s: cannot bind to PU %d (%s); running unbound", w->name,
 				w->place->pu, strerror(-ret));
@@ -89,12 +96,25 @@ static int worker_setup(struct pc_worker *w)
 	w->tx = pc_pool_create(&pp);
 	if (!w->tx)
 		return -errno;
+	/* raw peers' own receive queues: a pool of their own, apart from the SRQ's */
+	if (p->raw_bufs) {
+		snprintf(name, sizeof(name), "w%u-raw", w->idx);
+		pp = (struct pc_pool_params){ name, p->raw_bufs, buf_size, d->pd,
+					      IBV_ACCESS_LOCAL_WRITE, alloc };
+		w->raw = pc_pool_create(&pp);
+		if (!w->raw)
+			return -errno;
+		w->raw_msgs = calloc(p->raw_bufs, sizeof(*w->raw_msgs));
+		if (!w->raw_msgs)
+			return -ENOMEM;
+		msgs_init(w, w->raw_msgs, w->raw, p->raw_bufs, POOL_RAW);
+	}
 	w->rx_msgs = calloc(p->rx_bufs, sizeof(*w->rx_msgs));
 	w->tx_msgs = calloc(p->tx_bufs, sizeof(*w->tx_msgs));
 	w->chain.wr = calloc(p->sq_depth, sizeof(*w->chain.wr));
 	w->chain.sge = calloc(p->sq_depth, sizeof(*w->chain.sge));
-	w->rwr = calloc(p->srq_depth, sizeof(*w->rwr));
-	w->rsge = calloc(p->srq_depth, sizeof(*w->rsge));
+	w->rwr = calloc(PC_MAX(p->srq_depth, CREDIT_RAW_RQ_DEPTH), sizeof(*w->rwr));
+	w->rsge = calloc(PC_MAX(p->srq_depth, CREDIT_RAW_RQ_DEPTH), sizeof(*w->rsge));
 	w->wc = calloc(p->poll_batch, sizeof(*w->wc));
 	w->nchans = p->app_threads;
 	w->chans = calloc(w->nchans, sizeof(*w->chans));
@@ -134,11 +154,29 @@ static int worker_setup(struct pc_worker *w)
 		if (fcntl(w->ch->fd, F_SETFL, fcntl(w->ch->fd, F_GETFL) | O_NONBLOCK))
 			return -errno;
 	}
-	cqe = (int)PC_MIN((uint64_t)p->srq_depth + (uint64_t)p->max_conns_per_worker * p->sq_depth,
+	/*
+	 * Every WR that can be outstanding needs room for its completion (a QP
+	 * in error flushes them all): the receives, a drain marker per
+	 * connection, and the sends in flight, which share a bounded room
+	 * (cq_send_room()); admission refuses what would not fit.
+	 */
+	cqe = (int)PC_MIN(cq_reserved(&(struct credit_limits){ .srq_depth = p->srq_depth,
+								.raw_bufs = p->raw_bufs },
+				      p->max_conns_per_worker) +
+			  PC_MIN((uint64_t)p->max_conns_per_worker * p->sq_depth, CQ_SEND_MAX),
 			  (uint64_t)d->dev_attr.max_cqe);
 	ret = worker_create_cq(w, cqe);
 	if (ret)
 		return ret;
+	w->lim = (struct credit_limits){
+		.srq_depth = p->srq_depth,
+		.min_window = p->min_window,
+		.raw_bufs = p->raw_bufs,
+		.max_conns = p->max_conns_per_worker,
+		.cqe = (uint32_t)cqe,
+		.sq_depth = p->sq_depth,
+	};
+	w->st.window = p->window;
 	sattr.srq_context = w;
 	sattr.attr.max_wr = p->srq_depth;
 	sattr.attr.max_sge = 1;
@@ -172,17 +210,26 @@ static void worker_reclaim(struct pc_worker *w)
 			w->rx_msgs[i].in_srq = 0;
 			pc_pool_put(w->rx, w->rx_msgs[i].buf);
 		}
+	for (i = 0; w->raw_msgs && i < p->raw_bufs; i++)
+		if (w->raw_msgs[i].in_rq) {
+			w->raw_msgs[i].in_rq = 0;
+			pc_pool_put(w->raw, w->raw_msgs[i].buf);
+		}
 	for (i = 0; w->chans && i < w->nchans; i++) {
 		struct chan *ch = &w->chans[i];
 
 		while (ch->txfree && pc_ring_spsc_dequeue_burst(ch->txfree, &obj, 1))
 			dp_msg_release(w, obj);
-		while (ch->to_app && pc_ring_spsc_dequeue_burst(ch->to_app, &obj, 1))
+		/* their conns were freed before the workers are destroyed: forget them */
+		while (ch->to_app && pc_ring_spsc_dequeue_burst(ch->to_app, &obj, 1)) {
+			msg_of(obj)->origin = NULL;
 			dp_msg_release(w, msg_of(obj));
+		}
 		while (ch->ovf_head) {
 			struct msg *m = pc_container_of(ch->ovf_head, struct msg, ctx);
 
 			ch->ovf_head = m->ctx.next;
+			m->origin = NULL;
 			dp_msg_release(w, m);
 		}
 	}
@@ -208,6 +255,7 @@ static void worker_teardown(struct pc_worker *w)
 	pc_ring_mpsc_destroy(w->submit);
 	pc_pool_destroy(w->tx);
 	pc_pool_destroy(w->rx);
+	pc_pool_destroy(w->raw);
 	free(w->chans);
 	free(w->wc);
 	free(w->rsge);
@@ -216,6 +264,7 @@ static void worker_teardown(struct pc_worker *w)
 	free(w->chain.wr);
 	free(w->tx_msgs);
 	free(w->rx_msgs);
+	free(w->raw_msgs);
 }
 
 /* Applies control messages; returns how many there were. */
@@ -236,7 +285,12 @@ unsigned int worker_apply_ctl(struct pc_worker *w)
 		case CTL_ATTACH:
 			conn_set_state(c, CONN_ATTACHED);
 			c->bl_tail = &c->bl_head;
-			w->credits_out += c->window;
+			/* no credit yet: every grant comes from credits_grant() once UP */
+			w->cq_conns++;
+			if (c->raw)
+				dp_refill_rq(w, c);
+			else
+				dp_credited_join(w, c);
 			w->cache[c->qpn & (PC_ARRAY_SIZE(w->cache) - 1)] = c;
 			STAT_ADD(w->st.conns, 1);
 			break;
@@ -253,10 +307,14 @@ unsigned int worker_apply_ctl(struct pc_worker *w)
 			conn_set_state(c, CONN_UP);
 			if (p->on_conn)
 				p->on_conn((struct pc_conn *)c, PC_CONN_UP, p->arg);
+			if (c->early_head)
+				dp_deliver_early(w, c);
 			if (r)
 				conn_connect_answer(r, 0);
-			if (c->bl_head || c->grant_pending)
-				dp_mark_dirty(w, c);
+			/* its first grant (or a raw peer's receive queue top-up) */
+			if (!c->raw)
+				c->grant_pending = 1;
+			dp_mark_dirty(w, c);
 			break;
 		}
 		case CTL_CLOSE:
@@ -318,7 +376,7 @@ static void worker_sleep(struct pc_worker *w)
 		return;
 	}
 	t0 = now_ns();
-	rcu_thread_offline();
+	qsbr_offline();
 	n = poll(pfd, 2, 100); /* bounded: stats stay fresh, timers run */
 	rcu_thread_online();
 	atomic_store(&w->sleeping, 0);
@@ -358,8 +416,14 @@ static unsigned int worker_turn(struct pc_worker *w, const struct pc_engine_para
 			dp_handle_wc(w, &w->wc[i]);
 		STAT_ADD(w->st.completions, (uint64_t)n);
 	} else {
-		if (pc_unlikely(n < 0))
-			pc_err("%s: ibv_poll_cq failed (%d)", w->name, n);
+		if (pc_unlikely(n < 0)) {
+			/* counted every time, said once: it would repeat on every turn */
+			STAT_ADD(w->st.poll_errors, 1);
+			if (!w->poll_failed)
+				pc_err("%s: %s: ibv_poll_cq failed (%d); counted in poll_errors, not logged again",
+				       w->name, w->dev->name, n);
+			w->poll_failed = true;
+		}
 		STAT_ADD(w->st.empty_polls, 1);
 		n = 0;
 	}
@@ -419,9 +483,9 @@ static void *worker_main(void *arg)
 			worker_sleep(w);
 		}
 		/* 7. quiescent state: conns retired before now may be freed */
-		rcu_quiescent_state();
+		qsbr_quiescent();
 	}
-	rcu_unregister_thread();
+	qsbr_unregister();
 	/* resources go in worker_destroy(), once no QP uses the CQ and SRQ */
 	return NULL;
 }
@@ -437,6 +501,7 @@ int worker_start(struct pc_worker *w, const struct worker_cfg *cfg)
 	w->place = cfg->place;
 	w->conns = cfg->conns;
 	w->control = cfg->control;
+	w->must_bind = cfg->must_bind;
 	w->efd = -1;
 	w->hybrid = w->p->idle == PC_IDLE_HYBRID;
 	w->wr_ex = worker_wants_wr_ex(w);

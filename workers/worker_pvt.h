@@ -39,6 +39,8 @@
 #include <pollcore/verbs.h>
 
 #include "conn.h"
+#include "credit.h"
+#include "verbs_pvt.h"
 
 /* the wire's message types are the public ones */
 static_assert((int)PC_MSG_ONEWAY == WIRE_ONEWAY && (int)PC_MSG_REQUEST == WIRE_REQUEST &&
@@ -46,17 +48,28 @@ static_assert((int)PC_MSG_ONEWAY == WIRE_ONEWAY && (int)PC_MSG_REQUEST == WIRE_R
 
 /* --- messages -------------------------------------------------------------- */
 
-enum msg_pool { POOL_RX = 0, POOL_TX };
+enum msg_pool { POOL_RX = 0, POOL_TX, POOL_RAW };
 
+/*
+ * A buffer is posted with one of two contexts, each of an immutable kind:
+ * ctx for a send of it, rctx (rx and raw pools) for a receive into it. A
+ * completion tells which by its wr_id alone (dp_handle_wc()).
+ */
 struct msg {
 	struct pc_msg pub;
-	struct wr_ctx ctx;
+	struct wr_ctx ctx;	/* WR_MSG: sends; backlog and ring links */
+	struct wr_ctx rctx;	/* WR_RECV: receives (SRQ; a raw peer's RQ: rctx.conn) */
 	struct pc_buf *buf;
-	struct conn *origin;	/* rx: connection it arrived on (credit owner) */
+	/*
+	 * The connection this buffer keeps alive: rx, the one it arrived on
+	 * (credit owner; counted in held); tx, the one pc_msg_alloc() bound it
+	 * to (counted in refs). NULL when in the pool or the worker's stock.
+	 */
+	struct conn *origin;
 	struct pc_worker *w;	/* owner of the buffer */
 	uint8_t pool;		/* enum msg_pool */
-	uint8_t in_sq;		/* posted on a send queue */
-	uint8_t in_srq;		/* posted on the SRQ */
+	uint8_t in_srq;		/* posted on the SRQ (teardown reclaims it) */
+	uint8_t in_rq;		/* posted on a raw peer's own receive queue (rctx.conn) */
 };
 
 static inline struct msg *msg_of(struct pc_msg *m)
@@ -100,6 +113,7 @@ struct worker_cfg {
 	const struct pc_plan_entry *place;	/* NULL: unbound */
 	struct cds_lfht *conns;			/* the connection table, for lookups */
 	struct ctl_inbox *control;		/* the control thread's inbox */
+	bool must_bind;				/* placement was asked for: binding must work */
 };
 
 struct pc_worker {
@@ -109,10 +123,15 @@ struct pc_worker {
 	struct pc_dev *dev;
 	struct ibv_cq *cq;
 	struct ibv_srq *srq;
-	struct pc_pool *rx, *tx;
-	struct msg *rx_msgs, *tx_msgs;
+	struct pc_pool *rx, *tx, *raw;
+	struct msg *rx_msgs, *tx_msgs, *raw_msgs;
 	uint32_t srq_outstanding;
 	uint32_t credits_out;	/* sum over conns of credits the peers may still use */
+	uint32_t ncredited;	/* credited conns attached and not closing: they share srq_depth */
+	uint32_t floor_deficit;	/* sum of credit_short() over them (core/credit.h) */
+	uint32_t cq_conns;	/* conns attached, not drained: a drain marker's CQE each */
+	uint32_t sq_wrs;	/* send WRs posted, not completed (markers excluded) */
+	struct credit_limits lim;	/* set up before ready; read-only after (control reads it) */
 	struct conn *dirty;
 	struct conn *draining;
 	struct conn *cache[256];	/* qpn -> conn, direct-mapped, worker-owned */
@@ -126,6 +145,8 @@ struct pc_worker {
 	uint32_t empty_turns;
 	uint32_t cq_unacked;
 	bool wr_ex;		/* post with ibv_wr_* (ibv_qp_ex) */
+	bool srq_rearm;		/* SRQ limit fired: re-arm it once refilled */
+	bool poll_failed;	/* ibv_poll_cq failed before: logged once */
 	bool hybrid;		/* PC_IDLE_HYBRID: submitters may have to wake us */
 
 	/* submissions: app threads -> worker */
@@ -140,9 +161,10 @@ struct pc_worker {
 
 	/* written by other threads: away from the worker's hot line */
 	atomic_int sleeping pc_cache_aligned;
-	atomic_int srq_limit;	/* set by the control thread on SRQ_LIMIT_REACHED */
+	atomic_int srq_limit;	/* set by the control thread on SRQ_LIMIT_REACHED, taken by exchange */
 	atomic_int stop;
 	atomic_uint nconns;	/* attached, not retired: least-loaded choice */
+	struct credit_load adm;	/* control thread only: what admission counted in, not retired */
 
 	/* setup, and what the worker was given */
 	pthread_t thread;
@@ -150,6 +172,7 @@ struct pc_worker {
 	const struct pc_plan_entry *place;
 	struct cds_lfht *conns;
 	struct ctl_inbox *control;
+	bool must_bind;
 	int setup_err;
 	char name[16];
 	atomic_int ready;
@@ -162,6 +185,18 @@ static_assert(ATOMIC_INT_LOCK_FREE == 2 && ATOMIC_LLONG_LOCK_FREE == 2,
 	      "worker flags and counters need lock-free atomics");
 static_assert(offsetof(struct pc_worker, sleeping) % PC_CACHELINE == 0,
 	      "cross-thread flags start their own cache line");
+
+/*
+ * The fields of struct pc_worker_stats the worker counts itself (relaxed,
+ * sampled by pc_engine_stats()); name, pu and numa_node are set before it
+ * is ready, submit_full and tx_held come from its ring and pool.
+ */
+#define WORKER_COUNTERS(X) \
+	X(loops) X(polls) X(empty_polls) X(completions) X(wrs_posted) X(doorbells) \
+	X(srq_posted) X(srq_doorbells) X(srq_limit_events) X(rx_msgs) X(tx_msgs) \
+	X(handoff_full) X(credit_stalls) X(sleeps) X(sleep_ns) X(wakeups_cq) \
+	X(wakeups_submit) X(wc_errors) X(stray_completions) X(poll_errors) X(msgs_dropped) \
+	X(conns) X(rx_held) X(srq_outstanding) X(credits_out) X(window)
 
 /* The worker running on this thread, if any (for pc_send() routing). */
 extern __thread struct pc_worker *self_worker;
@@ -184,6 +219,9 @@ void dp_sq_complete(struct pc_worker *w, struct conn *c, struct wr_ctx *ctx, int
 void dp_flush(struct pc_worker *w);
 int dp_post(struct pc_worker *w, struct conn *c, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 void dp_refill_srq(struct pc_worker *w, bool arm);
+void dp_refill_rq(struct pc_worker *w, struct conn *c);
+void dp_credited_join(struct pc_worker *w, struct conn *c);
+void dp_credited_leave(struct pc_worker *w, struct conn *c);
 void dp_submit(struct pc_worker *w, struct wr_ctx *ctx);
 void dp_deliver_overflow(struct pc_worker *w);
 void dp_topup_txfree(struct pc_worker *w);
@@ -192,6 +230,9 @@ int dp_send(struct pc_worker *w, struct msg *m);
 int dp_rdma(struct pc_worker *w, struct pc_op *op);
 struct msg *dp_tx_alloc(struct pc_worker *w);
 void dp_mark_dirty(struct pc_worker *w, struct conn *c);
+void dp_count_dropped(struct pc_worker *w, struct conn *c, uint32_t n);
+void dp_deliver_early(struct pc_worker *w, struct conn *c);
+void dp_drop_early(struct pc_worker *w, struct conn *c);
 struct conn *dp_conn_of_qpn(struct pc_worker *w, uint32_t qpn);
 void msg_bind(struct msg *m, struct conn *c);
 
@@ -200,5 +241,13 @@ void drain_begin(struct pc_worker *w, struct conn *c);
 void drain_poll(struct pc_worker *w);
 void drain_fail(struct pc_worker *w, struct conn *c, int err);
 void drain_maybe_retire(struct pc_worker *w, struct conn *c);
+
+/* Gives back one reference on @c (engine.h's lifetime rule); owning worker. */
+static inline void conn_put(struct pc_worker *w, struct conn *c)
+{
+	c->refs_w--;
+	if (pc_unlikely(c->state == CONN_DRAINED))
+		drain_maybe_retire(w, c);
+}
 
 #endif /* PC_WORKER_PVT_H */

@@ -25,6 +25,12 @@ extern "C" {
 
 #define PC_CACHELINE 64
 
+/*
+ * Marks what libpollcore exports: the library is built with
+ * -fvisibility=hidden, so everything else stays inside it.
+ */
+#define PC_API __attribute__((visibility("default")))
+
 #define pc_likely(x)   __builtin_expect(!!(x), 1)
 #define pc_unlikely(x) __builtin_expect(!!(x), 0)
 #define pc_always_inline inline __attribute__((always_inline))
@@ -89,7 +95,7 @@ static inline int pc_neg_errno(int ret)
  *
  * Return: a static string.
  */
-const char *pc_version(void);
+PC_API const char *pc_version(void);
 
 enum pc_log_level {
 	PC_LOG_ERR = 0,
@@ -113,7 +119,7 @@ typedef void (*pc_log_fn)(enum pc_log_level level, const char *msg, void *arg);
  *
  * Call before any other thread uses pollcore. Not thread-safe.
  */
-void pc_log_set_sink(pc_log_fn fn, void *arg);
+PC_API void pc_log_set_sink(pc_log_fn fn, void *arg);
 
 /**
  * pc_log_set_level - drop messages less severe than @level.
@@ -122,7 +128,7 @@ void pc_log_set_sink(pc_log_fn fn, void *arg);
  *
  * Any thread.
  */
-void pc_log_set_level(enum pc_log_level level);
+PC_API void pc_log_set_level(enum pc_log_level level);
 
 /**
  * pc_log - format and emit one log line.
@@ -131,7 +137,7 @@ void pc_log_set_level(enum pc_log_level level);
  *
  * Any thread; not for the per-message hot path (it formats a string).
  */
-void pc_log(enum pc_log_level level, const char *fmt, ...) pc_printf(2, 3);
+PC_API void pc_log(enum pc_log_level level, const char *fmt, ...) pc_printf(2, 3);
 
 #define pc_err(...)   pc_log(PC_LOG_ERR, __VA_ARGS__)
 #define pc_warn(...)  pc_log(PC_LOG_WARN, __VA_ARGS__)
@@ -148,7 +154,7 @@ void pc_log(enum pc_log_level level, const char *fmt, ...) pc_printf(2, 3);
  * Return: a thread-local string, valid until the next pollcore call on
  * this thread; "" when there is none.
  */
-const char *pc_last_error(void);
+PC_API const char *pc_last_error(void);
 
 /**
  * pc_set_error - record (and log at ERR level) the thread's last error.
@@ -157,7 +163,7 @@ const char *pc_last_error(void);
  *
  * Return: @err, so callers can write `return pc_set_error(-EINVAL, ...)`.
  */
-int pc_set_error(int err, const char *fmt, ...) pc_printf(2, 3);
+PC_API int pc_set_error(int err, const char *fmt, ...) pc_printf(2, 3);
 
 /**
  * pc_set_errorl - pc_set_error() that logs at @level instead of ERR.
@@ -167,7 +173,7 @@ int pc_set_error(int err, const char *fmt, ...) pc_printf(2, 3);
  *
  * Return: @err.
  */
-int pc_set_errorl(enum pc_log_level level, int err, const char *fmt, ...) pc_printf(3, 4);
+PC_API int pc_set_errorl(enum pc_log_level level, int err, const char *fmt, ...) pc_printf(3, 4);
 
 #ifdef __cplusplus
 }

@@ -157,7 +157,7 @@ struct pc_pool {
  * the errno of a failed allocator or ibv_reg_mr. pc_last_error() names the
  * pool (and device).
  */
-struct pc_pool *pc_pool_create(const struct pc_pool_params *params);
+PC_API struct pc_pool *pc_pool_create(const struct pc_pool_params *params);
 
 /**
  * pc_pool_destroy - deregister and free a pool.
@@ -167,7 +167,7 @@ struct pc_pool *pc_pool_create(const struct pc_pool_params *params);
  * out are reported with pc_warn() (count and indices); their memory goes
  * away with the pool.
  */
-void pc_pool_destroy(struct pc_pool *pool);
+PC_API void pc_pool_destroy(struct pc_pool *pool);
 
 /**
  * pc_pool_stats - sample a pool's counters.
@@ -176,10 +176,10 @@ void pc_pool_destroy(struct pc_pool *pool);
  *
  * Any thread (relaxed reads; a snapshot).
  */
-void pc_pool_stats(const struct pc_pool *pool, struct pc_pool_stats *st);
+PC_API void pc_pool_stats(const struct pc_pool *pool, struct pc_pool_stats *st);
 
 /* Private to pool.h: counts and reports a refused pc_pool_put(); returns @err. */
-int pc__pool_bad_put(struct pc_pool *pool, const struct pc_buf *buf, int err);
+PC_API int pc__pool_bad_put(struct pc_pool *pool, const struct pc_buf *buf, int err);
 
 /**
  * pc_pool_get - take a free buffer.

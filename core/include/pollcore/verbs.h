@@ -4,7 +4,9 @@
  * verbs errors.
  *
  * A struct pc_dev is one opened verbs device plus the port and GID index
- * pollcore uses on it, and one protection domain. Every error that
+ * pollcore uses on it, and one protection domain. QP state transitions are
+ * not part of the API: the engine's connections are wired by rdma_cm, and
+ * the loopback pair below wires itself. Every error that
  * involves a device names it as "<dev> port <p> gid <g>", and every failed
  * work completion also names the QP number, the opcode and
  * ibv_wc_status_str().
@@ -52,7 +54,7 @@ struct pc_dev {
  * device at all; ENETDOWN: port not active; others from verbs) and
  * pc_last_error() explaining which.
  */
-struct pc_dev *pc_dev_open(const char *name, uint8_t port, int gid_index);
+PC_API struct pc_dev *pc_dev_open(const char *name, uint8_t port, int gid_index);
 
 /**
  * pc_dev_close - free the PD and close the device.
@@ -60,7 +62,7 @@ struct pc_dev *pc_dev_open(const char *name, uint8_t port, int gid_index);
  *
  * Control thread, after every QP, CQ, SRQ and MR on it is gone.
  */
-void pc_dev_close(struct pc_dev *dev);
+PC_API void pc_dev_close(struct pc_dev *dev);
 
 /**
  * pc_dev_from_context - wrap an ibv_context opened elsewhere (rdma_cm).
@@ -72,53 +74,7 @@ void pc_dev_close(struct pc_dev *dev);
  *
  * Return: the handle, or NULL with errno set.
  */
-struct pc_dev *pc_dev_from_context(struct ibv_context *ctx, uint8_t port);
-
-/* What one side of an RC connection tells the other (out of band). */
-struct pc_qp_peer {
-	union ibv_gid gid;
-	uint32_t qpn;
-	uint32_t psn;
-};
-
-/**
- * pc_qp_to_init - RESET -> INIT.
- * @dev: device the QP lives on.
- * @qp: the QP.
- * @access: remote access flags (IBV_ACCESS_REMOTE_*), the least needed.
- *
- * Return: 0 or a negative errno, with pc_last_error() naming dev and QP.
- */
-int pc_qp_to_init(const struct pc_dev *dev, struct ibv_qp *qp, int access);
-
-/**
- * pc_qp_to_rtr - INIT -> RTR towards @peer over RoCE/IB GID addressing.
- * @dev: device the QP lives on (port, GID index, active MTU).
- * @qp: the QP.
- * @peer: remote GID, QP number and initial PSN.
- *
- * Return: 0 or a negative errno, with pc_last_error() set.
- */
-int pc_qp_to_rtr(const struct pc_dev *dev, struct ibv_qp *qp, const struct pc_qp_peer *peer);
-
-/**
- * pc_qp_to_rts - RTR -> RTS.
- * @dev: device the QP lives on.
- * @qp: the QP.
- * @psn: our initial send PSN (what the peer got as peer->psn).
- *
- * Return: 0 or a negative errno, with pc_last_error() set.
- */
-int pc_qp_to_rts(const struct pc_dev *dev, struct ibv_qp *qp, uint32_t psn);
-
-/**
- * pc_qp_to_err - move a QP to ERR so that its outstanding WRs flush.
- * @dev: device the QP lives on.
- * @qp: the QP.
- *
- * Return: 0 or a negative errno.
- */
-int pc_qp_to_err(const struct pc_dev *dev, struct ibv_qp *qp);
+PC_API struct pc_dev *pc_dev_from_context(struct ibv_context *ctx, uint8_t port);
 
 /**
  * pc_wc_opcode_str - name of a work-completion opcode.
@@ -126,7 +82,7 @@ int pc_qp_to_err(const struct pc_dev *dev, struct ibv_qp *qp);
  *
  * Return: a static string such as "SEND" or "RDMA_WRITE".
  */
-const char *pc_wc_opcode_str(enum ibv_wc_opcode op);
+PC_API const char *pc_wc_opcode_str(enum ibv_wc_opcode op);
 
 /**
  * pc_wc_error - explain a failed work completion.
@@ -145,7 +101,7 @@ const char *pc_wc_opcode_str(enum ibv_wc_opcode op);
  * IBV_WC_RETRY_EXC_ERR and IBV_WC_RNR_RETRY_EXC_ERR, -EIO for the rest
  * (0 for IBV_WC_SUCCESS).
  */
-int pc_wc_error(const struct pc_dev *dev, const struct ibv_wc *wc, const char *what);
+PC_API int pc_wc_error(const struct pc_dev *dev, const struct ibv_wc *wc, const char *what);
 
 /**
  * pc_poll_wait - poll a CQ until @n completions arrived or @timeout_ms.
@@ -158,7 +114,7 @@ int pc_wc_error(const struct pc_dev *dev, const struct ibv_wc *wc, const char *w
  *
  * Return: the number polled (< @n on timeout), or a negative errno.
  */
-int pc_poll_wait(struct ibv_cq *cq, struct ibv_wc *wc, int n, int timeout_ms);
+PC_API int pc_poll_wait(struct ibv_cq *cq, struct ibv_wc *wc, int n, int timeout_ms);
 
 /*
  * Two RC QPs on one device connected to each other: the smallest real data
@@ -180,13 +136,14 @@ struct pc_loopback {
  *
  * Return: 0 or a negative errno, with pc_last_error() set.
  */
-int pc_loopback_create(struct pc_dev *dev, struct pc_loopback *lb, uint32_t depth, int access);
+PC_API int pc_loopback_create(struct pc_dev *dev, struct pc_loopback *lb, uint32_t depth,
+			      int access);
 
 /**
  * pc_loopback_destroy - destroy the QPs and CQs of @lb.
  * @lb: from pc_loopback_create(); zeroed afterwards.
  */
-void pc_loopback_destroy(struct pc_loopback *lb);
+PC_API void pc_loopback_destroy(struct pc_loopback *lb);
 
 /* What pc_loopback_selftest() did. */
 struct pc_selftest_stats {
@@ -215,8 +172,8 @@ struct pc_selftest_stats {
  * does not arrive, or the error of a failed completion; pc_last_error()
  * says which.
  */
-int pc_loopback_selftest(struct pc_loopback *lb, uint32_t count, uint32_t size,
-			 struct pc_selftest_stats *st);
+PC_API int pc_loopback_selftest(struct pc_loopback *lb, uint32_t count, uint32_t size,
+				struct pc_selftest_stats *st);
 
 #ifdef __cplusplus
 }

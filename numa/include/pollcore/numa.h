@@ -34,6 +34,8 @@
 
 #include <hwloc.h>
 
+#include <pollcore/common.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -53,7 +55,7 @@ struct pc_topo;
  *
  * Return: a handle to free with pc_topo_close(), or NULL with errno set.
  */
-struct pc_topo *pc_topo_open(void);
+PC_API struct pc_topo *pc_topo_open(void);
 
 /**
  * pc_topo_open_xml - topology read from an hwloc XML export.
@@ -68,7 +70,7 @@ struct pc_topo *pc_topo_open(void);
  * (ENOENT/EACCES when the file cannot be read, EINVAL when it is not a
  * topology hwloc accepts); pc_last_error() names the file.
  */
-struct pc_topo *pc_topo_open_xml(const char *path);
+PC_API struct pc_topo *pc_topo_open_xml(const char *path);
 
 /**
  * pc_topo_close - free a topology handle.
@@ -77,7 +79,7 @@ struct pc_topo *pc_topo_open_xml(const char *path);
  * Plans built from @t must not be used with it afterwards. One thread, with
  * no other call on @t in flight.
  */
-void pc_topo_close(struct pc_topo *t);
+PC_API void pc_topo_close(struct pc_topo *t);
 
 /**
  * pc_topo_hwloc - the underlying hwloc topology.
@@ -87,7 +89,7 @@ void pc_topo_close(struct pc_topo *t);
  *
  * Return: the hwloc topology.
  */
-hwloc_topology_t pc_topo_hwloc(const struct pc_topo *t);
+PC_API hwloc_topology_t pc_topo_hwloc(const struct pc_topo *t);
 
 /**
  * pc_topo_is_thissystem - whether @t describes the running machine.
@@ -97,7 +99,7 @@ hwloc_topology_t pc_topo_hwloc(const struct pc_topo *t);
  *
  * Return: true for pc_topo_open(), false for an XML topology.
  */
-bool pc_topo_is_thissystem(const struct pc_topo *t);
+PC_API bool pc_topo_is_thissystem(const struct pc_topo *t);
 
 /**
  * pc_topo_set_sysfs_root - where the sysfs fallback reads from.
@@ -109,7 +111,7 @@ bool pc_topo_is_thissystem(const struct pc_topo *t);
  *
  * Return: 0, or -ENOMEM.
  */
-int pc_topo_set_sysfs_root(struct pc_topo *t, const char *root);
+PC_API int pc_topo_set_sysfs_root(struct pc_topo *t, const char *root);
 
 /**
  * pc_topo_devices - names of the RDMA devices known to @t.
@@ -124,7 +126,7 @@ int pc_topo_set_sysfs_root(struct pc_topo *t, const char *root);
  *
  * Return: the number of devices (may exceed @max; only @max are written).
  */
-int pc_topo_devices(const struct pc_topo *t, char (*names)[PC_NIC_NAME_MAX], int max);
+PC_API int pc_topo_devices(const struct pc_topo *t, char (*names)[PC_NIC_NAME_MAX], int max);
 
 /* Which rule placed a device; see docs/placement.md. */
 enum pc_locality_rule {
@@ -165,13 +167,14 @@ struct pc_nic_locality {
  * Return: 0, -ENODEV when @name is neither in the topology nor in sysfs,
  * -EINVAL for a NULL or too long @name, -ENOMEM.
  */
-int pc_topo_nic_locality(const struct pc_topo *t, const char *name, struct pc_nic_locality *loc);
+PC_API int pc_topo_nic_locality(const struct pc_topo *t, const char *name,
+				 struct pc_nic_locality *loc);
 
 /**
  * pc_nic_locality_release - free what pc_topo_nic_locality() allocated.
  * @loc: filled locality, or one zeroed; may be released twice.
  */
-void pc_nic_locality_release(struct pc_nic_locality *loc);
+PC_API void pc_nic_locality_release(struct pc_nic_locality *loc);
 
 /**
  * pc_locality_rule_str - "pci", "netdev" or "machine".
@@ -179,7 +182,7 @@ void pc_nic_locality_release(struct pc_nic_locality *loc);
  *
  * Return: a static string.
  */
-const char *pc_locality_rule_str(enum pc_locality_rule rule);
+PC_API const char *pc_locality_rule_str(enum pc_locality_rule rule);
 
 /* pc_plan_policy.flags */
 enum {
@@ -196,12 +199,19 @@ enum {
  *                every core with a PU in it is left out. NULL means the
  *                first allowed core of the machine. Ignored with
  *                PC_PLAN_NO_HOUSEKEEPING.
+ * @device_cpus: NULL, or one entry per device: NULL lets the planner place
+ *               that device's workers; a cpuset (PU os indexes) places them
+ *               there instead, worker k on the k-th lowest PU (extra PUs
+ *               are unused). Such PUs must be allowed, and no PU may be
+ *               given to two devices; housekeeping does not apply to them.
+ *               Their cores are taken away from the planned workers.
  *
  * A NULL policy is the default (all zero).
  */
 struct pc_plan_policy {
 	unsigned int flags;
 	hwloc_const_cpuset_t housekeeping;
+	const hwloc_const_cpuset_t *device_cpus;
 };
 
 /* Why a worker is where it is. */
@@ -209,6 +219,7 @@ enum pc_plan_reason {
 	PC_PLAN_LOCAL = 0,   /* a free core local to its device */
 	PC_PLAN_SPILL_FULL,  /* every local core taken: nearest other node */
 	PC_PLAN_SMT_SIBLING, /* every core taken: SMT sibling (ALLOW_SMT) */
+	PC_PLAN_EXPLICIT,    /* on a PU the caller gave (device_cpus) */
 };
 
 /**
@@ -262,19 +273,23 @@ struct pc_plan {
  * then the nearest other NUMA node (hwloc's latency matrix when the
  * topology has one, else the topology tree) with a free core. Any thread.
  *
- * Return: 0; -EINVAL for bad arguments; -ENODEV for an unknown device;
+ * Devices with @policy->device_cpus are placed first, exactly there.
+ *
+ * Return: 0; -EINVAL for bad arguments (including a device_cpus set that is
+ * empty, smaller than @workers_per_device, outside the allowed PUs or
+ * shared with another device); -ENODEV for an unknown device;
  * -ENOSPC when the workers outnumber the available cores (or PUs with
  * PC_PLAN_ALLOW_SMT); -ENOMEM. pc_last_error() says why.
  */
-int pc_plan_build(const struct pc_topo *t, const char *const *devices, unsigned int nr_devices,
-		  unsigned int workers_per_device, const struct pc_plan_policy *policy,
-		  struct pc_plan **out);
+PC_API int pc_plan_build(const struct pc_topo *t, const char *const *devices,
+			 unsigned int nr_devices, unsigned int workers_per_device,
+			 const struct pc_plan_policy *policy, struct pc_plan **out);
 
 /**
  * pc_plan_free - free a plan.
  * @plan: plan, or NULL.
  */
-void pc_plan_free(struct pc_plan *plan);
+PC_API void pc_plan_free(struct pc_plan *plan);
 
 /**
  * pc_plan_reason_str - short explanation of a placement reason.
@@ -282,7 +297,7 @@ void pc_plan_free(struct pc_plan *plan);
  *
  * Return: a static string.
  */
-const char *pc_plan_reason_str(enum pc_plan_reason reason);
+PC_API const char *pc_plan_reason_str(enum pc_plan_reason reason);
 
 /**
  * pc_numa_bind_thread - bind the calling thread to its plan entry's PU.
@@ -298,7 +313,7 @@ const char *pc_plan_reason_str(enum pc_plan_reason reason);
  * -EINVAL/-EPERM outside the process's cpuset); -EIO when the check finds
  * the thread elsewhere.
  */
-int pc_numa_bind_thread(const struct pc_topo *t, const struct pc_plan_entry *e);
+PC_API int pc_numa_bind_thread(const struct pc_topo *t, const struct pc_plan_entry *e);
 
 /**
  * struct pc_numa_where - where the calling thread last ran.
@@ -318,7 +333,7 @@ struct pc_numa_where {
  * Return: 0, -EOPNOTSUPP for an XML topology, or the negative errno of
  * hwloc_get_last_cpu_location().
  */
-int pc_numa_where(const struct pc_topo *t, struct pc_numa_where *out);
+PC_API int pc_numa_where(const struct pc_topo *t, struct pc_numa_where *out);
 
 /**
  * pc_numa_alloc - allocate zeroed memory on a NUMA node.
@@ -336,7 +351,7 @@ int pc_numa_where(const struct pc_topo *t, struct pc_numa_where *out);
  * Return: page-aligned memory to free with pc_numa_free(), or NULL with
  * errno set (EINVAL for size 0 or a node not in @t, ENOMEM).
  */
-void *pc_numa_alloc(const struct pc_topo *t, size_t size, int numa_node);
+PC_API void *pc_numa_alloc(const struct pc_topo *t, size_t size, int numa_node);
 
 /**
  * pc_numa_free - free memory from pc_numa_alloc().
@@ -344,7 +359,7 @@ void *pc_numa_alloc(const struct pc_topo *t, size_t size, int numa_node);
  * @p: memory, or NULL.
  * @size: the size given to pc_numa_alloc().
  */
-void pc_numa_free(const struct pc_topo *t, void *p, size_t size);
+PC_API void pc_numa_free(const struct pc_topo *t, void *p, size_t size);
 
 /**
  * pc_numa_mem_node - NUMA node holding a memory area.
@@ -358,7 +373,7 @@ void pc_numa_free(const struct pc_topo *t, void *p, size_t size);
  * it spans several; -EOPNOTSUPP for an XML topology; another negative
  * errno when the location cannot be queried.
  */
-int pc_numa_mem_node(const struct pc_topo *t, const void *p, size_t size);
+PC_API int pc_numa_mem_node(const struct pc_topo *t, const void *p, size_t size);
 
 #ifdef __cplusplus
 }

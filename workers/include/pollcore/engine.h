@@ -34,6 +34,29 @@
  * pc_msg_release(). Buffers the application keeps show in the stats as
  * held; nothing is dropped silently.
  *
+ * Lifetime of a connection (struct pc_conn):
+ *  - The handle is valid from PC_CONN_UP (pc_connect() returns after it)
+ *    until on_conn(PC_CONN_DOWN) returns. Every call that names it
+ *    (pc_msg_alloc, pc_rdma, pc_close, pc_conn_info, pc_conn_user,
+ *    pc_conn_set_user, pc_mem_reg) must happen before that return. An
+ *    application calling from its own threads makes sure of it, for
+ *    example with a lock that its on_conn(DOWN) takes too, under which it
+ *    forgets the handle.
+ *  - Messages keep their connection alive: a received message, and a send
+ *    buffer from pc_msg_alloc(), stay valid, msg->conn included, until
+ *    given back, before or after DOWN. After DOWN, pc_send(), pc_call()
+ *    and pc_reply() on them return -ENOTCONN and release them;
+ *    pc_msg_release() works as before.
+ *  - So does whatever pollcore accepted: a submission still in a worker's
+ *    ring, a message in the backlog or on the wire, an operation until its
+ *    done() returned. The worker frees a connection only after DOWN, once
+ *    all of these and all its messages came back, so no call this rule
+ *    allows can meet a freed connection.
+ *  - Cost: pc_msg_alloc() and pc_rdma() from a thread other than the owning
+ *    worker, and a pc_send() to a connection other than the message's own,
+ *    add one relaxed atomic increment, on a cache line of the connection
+ *    that only application threads write. Nothing else on the hot path.
+ *
  * Every function returns 0 or a negative errno (constructors: NULL with
  * errno set); pc_last_error() on the calling thread explains failures,
  * naming device, port, GID index, QP number and ibv_wc_status_str() where
@@ -44,6 +67,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <pollcore/common.h>
 
@@ -134,8 +158,24 @@ enum pc_conn_event {
 };
 
 /**
+ * struct pc_device_params - settings of one device; zero means default.
+ * @port: port number (1-based) the device is used on; 0 means 1.
+ * @cpus: PUs for this device's workers, as operating-system indexes in
+ *        hwloc list syntax (e.g. "2,4,8-9"): worker k of the device runs on
+ *        the k-th lowest; at least workers_per_device of them, allowed to
+ *        the process, none shared with another device. NULL: NIC-local
+ *        cores chosen by the planner (docs/placement.md).
+ */
+struct pc_device_params {
+	uint8_t port;
+	const char *cpus;
+};
+
+/**
  * struct pc_engine_params - engine configuration; zero means default.
  * @devices: verbs device names, NULL-terminated; NULL: the first device.
+ * @device_params: NULL for defaults, or one entry per name in @devices (one
+ *                 entry when @devices is NULL).
  * @workers_per_device: default 1.
  * @handoff: PC_HANDOFF_HANDLER (default) or PC_HANDOFF_RING.
  * @app_threads: application threads that will pc_app_attach() (both modes;
@@ -143,28 +183,62 @@ enum pc_conn_event {
  * @msg_size: largest payload, default 4096.
  * @rx_bufs: receive buffers per worker, default 1024.
  * @tx_bufs: send buffers per worker, default 1024.
- * @srq_depth: SRQ size; default rx_bufs.
+ * @srq_depth: SRQ size, and the worker's credit budget: the credits it has
+ *             granted and not seen used, over all its connections, never
+ *             exceed the buffers posted there; default rx_bufs - raw_bufs.
  * @srq_watermark: SRQ refill threshold and srq_limit; default srq_depth / 4.
  * @sq_depth: send queue depth per QP, default 256.
  * @signal_every: signal every Nth send WR (and the last of each chain), default 16.
  * @poll_batch: ibv_poll_cq batch, default 32.
- * @window: receive credits granted to each peer (messages in flight per
- *          connection, requests included), default 64.
+ * @window: the most receive credits one peer may hold (messages in flight
+ *          per connection and direction, requests included), default 64.
+ *          Connections of a worker share its srq_depth: each may hold
+ *          min(@window, srq_depth / connections), so windows shrink as
+ *          connections join and grow back as they leave; within that, a
+ *          connection starts at @min_window and earns one credit per credit
+ *          it uses (an idle peer holds only its floor).
+ * @min_window: credits every connection is guaranteed, default 1 (at most
+ *              @window). A connection that would leave a worker unable to
+ *              give each of its connections this many is refused
+ *              (rdma_reject with the reason; pc_connect() fails with
+ *              ECONNREFUSED and says why).
+ * @raw_bufs: receive buffers per worker set aside for raw peers (no
+ *            pollcore private data, e.g. rdmacm-utils), default 0: raw peers
+ *            are refused. Each raw peer gets its own receive queue of
+ *            min(16, @raw_bufs) of them, apart from the SRQ, so a raw peer
+ *            that floods meets RNR on its own queue and never takes the
+ *            buffers promised to credited peers. @raw_bufs / 16 raw peers
+ *            at a time per worker; srq_depth + @raw_bufs <= rx_bufs.
  * @ring_size: handoff and submission ring capacity (power of two), default 1024.
- * @max_conns_per_worker: default 64; an accept beyond it is rejected.
+ * @max_conns_per_worker: default 1024; an accept beyond it is rejected.
+ *                        The worker's CQ must also hold a completion for
+ *                        every WR that can be outstanding: a connection is
+ *                        refused when it would not (send WRs in flight
+ *                        share what receives and drain markers leave).
  * @idle: PC_IDLE_BUSY (default) or PC_IDLE_HYBRID.
  * @idle_spins: empty turns before sleeping (hybrid), default 1000.
- * @no_numa: do not bind workers or allocate NUMA-local memory.
- * @housekeeping_pus: not used by workers when placing (see numa.h), NULL: default.
+ * @no_numa: do not bind workers or allocate NUMA-local memory (then no
+ *           placement override may be given).
+ * @housekeeping_pus: PUs kept free of planned workers for the rest of the
+ *                    application (os indexes, hwloc list syntax, e.g. "0-1"):
+ *                    every core with one of them is left out. NULL: the first
+ *                    core of the machine; "": none. Explicit device cpus are
+ *                    not restricted by it.
  * @choose_worker: accepting side: return the index of the worker that
  *                 should own a new connection on @device (a worker of that
  *                 device), or -1 for the least-loaded one. Control thread.
- * @on_conn: connection up/down, on the owning worker.
- * @on_msg: handler mode: a message arrived, on the owning worker.
+ * @on_conn: connection up/down, on the owning worker. Once DOWN returns the
+ *           handle must not be named again (see "Lifetime" above); DOWN
+ *           follows every UP, and no callback comes for a connection that
+ *           never was UP.
+ * @on_msg: handler mode: a message arrived, on the owning worker; never
+ *          before on_conn(UP) of its connection (messages that arrive
+ *          earlier are held back until then).
  * @arg: passed to the callbacks.
  */
 struct pc_engine_params {
 	const char *const *devices;
+	const struct pc_device_params *device_params;
 	unsigned int workers_per_device;
 	enum pc_handoff handoff;
 	unsigned int app_threads;
@@ -177,11 +251,14 @@ struct pc_engine_params {
 	uint32_t signal_every;
 	uint32_t poll_batch;
 	uint32_t window;
+	uint32_t min_window;
+	uint32_t raw_bufs;
 	uint32_t ring_size;
 	uint32_t max_conns_per_worker;
 	enum pc_idle idle;
 	uint32_t idle_spins;
 	bool no_numa;
+	const char *housekeeping_pus;
 	int (*choose_worker)(const char *device, unsigned int nworkers, void *arg);
 	void (*on_conn)(struct pc_conn *conn, enum pc_conn_event ev, void *arg);
 	void (*on_msg)(struct pc_msg *msg, void *arg);
@@ -191,11 +268,17 @@ struct pc_engine_params {
 /**
  * pc_engine_create - open devices, place and start the workers and the
  * control thread.
- * @params: configuration; copied.
+ * @params: configuration; copied. The device names, device params and
+ *          housekeeping string are read during the call only.
+ *
+ * Without placement overrides, a plan that cannot be made (more workers than
+ * free cores, no topology) leaves the workers unpinned, with a warning. With
+ * @params->housekeeping_pus or a device's cpus, it fails the call instead, as
+ * does a worker that cannot bind to its PU.
  *
  * Return: the engine, or NULL with errno set and pc_last_error() saying why.
  */
-struct pc_engine *pc_engine_create(const struct pc_engine_params *params);
+PC_API struct pc_engine *pc_engine_create(const struct pc_engine_params *params);
 
 /**
  * pc_engine_destroy - close every connection, drain, stop and free.
@@ -203,7 +286,7 @@ struct pc_engine *pc_engine_create(const struct pc_engine_params *params);
  *
  * Messages still held by the application are reported (count) and freed.
  */
-void pc_engine_destroy(struct pc_engine *e);
+PC_API void pc_engine_destroy(struct pc_engine *e);
 
 /**
  * pc_listen - accept connections on @addr:@port (rdma_cm).
@@ -212,13 +295,16 @@ void pc_engine_destroy(struct pc_engine *e);
  * @port: TCP-style port number.
  *
  * Accepted connections go to the least-loaded worker of the device the
- * request arrived on. Raw peers (no pollcore private data, e.g.
- * rdmacm-utils' rdma_client) are accepted too: their messages carry no
- * header and no credits.
+ * request arrived on, if it can admit them (max_conns_per_worker,
+ * min_window, its CQ); otherwise they are rejected with the reason in the
+ * reject and in the log. Raw peers (no pollcore private data, e.g.
+ * rdmacm-utils' rdma_client) are accepted only when raw_bufs is set: their
+ * messages carry no header and no credits, and they receive into their own
+ * queue of at most 16 buffers.
  *
  * Return: 0 or a negative errno.
  */
-int pc_listen(struct pc_engine *e, const char *addr, uint16_t port);
+PC_API int pc_listen(struct pc_engine *e, const char *addr, uint16_t port);
 
 /**
  * pc_listen_port - the port pc_listen() bound (useful with port 0).
@@ -226,7 +312,7 @@ int pc_listen(struct pc_engine *e, const char *addr, uint16_t port);
  *
  * Return: the port, or 0 when not listening.
  */
-uint16_t pc_listen_port(struct pc_engine *e);
+PC_API uint16_t pc_listen_port(struct pc_engine *e);
 
 /**
  * pc_connect - connect to a pollcore server and wait until established.
@@ -238,43 +324,65 @@ uint16_t pc_listen_port(struct pc_engine *e);
  * @user: stored in the connection (pc_conn_user()).
  *
  * Return: the connection (PC_CONN_UP has been delivered), or NULL with
- * errno set (ETIMEDOUT, ECONNREFUSED, EHOSTUNREACH, ...).
+ * errno set (ETIMEDOUT, ECONNREFUSED, EHOSTUNREACH, ...). A pollcore server
+ * that refuses the connection says why, in pc_last_error(); so does this
+ * engine when its own worker cannot admit it (EBUSY). A server that sends
+ * no pollcore private data is refused (EPROTO).
  */
-struct pc_conn *pc_connect(struct pc_engine *e, const char *addr, uint16_t port, int worker,
-			   int timeout_ms, void *user);
+PC_API struct pc_conn *pc_connect(struct pc_engine *e, const char *addr, uint16_t port, int worker,
+				  int timeout_ms, void *user);
 
 /**
  * pc_close - start closing a connection (disconnect, drain, free).
- * @conn: connection; no messages may be sent on it afterwards.
+ * @conn: a live connection (on_conn(DOWN) has not returned); no messages
+ *        may be sent on it afterwards.
  *
  * PC_CONN_DOWN follows on its worker once drained. Idempotent.
  *
+ * Messages that pc_send() accepted (returned 0) and that have not reached
+ * the peer when the queue pair goes to ERR (waiting for credits or
+ * send-queue slots, still in the submission ring, or flushed from the send
+ * queue) are dropped, and each is counted: msgs_dropped in pc_conn_info()
+ * (readable in on_conn(DOWN)) and in pc_worker_stats, and in the log line
+ * that reports the close. The same holds when the peer or an error closes
+ * the connection. Applications that need every message through wait for
+ * their answers before closing.
+ *
  * Return: 0 or a negative errno.
  */
-int pc_close(struct pc_conn *conn);
+PC_API int pc_close(struct pc_conn *conn);
 
 /**
  * pc_msg_alloc - a send buffer for @conn.
- * @conn: connection.
+ * @conn: a live connection (on_conn(DOWN) has not returned).
+ *
+ * The buffer keeps @conn allocated until it is given back (sent or
+ * released), even past DOWN.
  *
  * Return: a message with len 0 and cap msg_size, or NULL with errno ENOBUFS
- * (backpressure: send buffers are all in flight or held) or ENOTCONN.
+ * (backpressure: send buffers are all in flight or held) or ENOTCONN (the
+ * connection is closing).
  */
-struct pc_msg *pc_msg_alloc(struct pc_conn *conn);
+PC_API struct pc_msg *pc_msg_alloc(struct pc_conn *conn);
 
 /**
  * pc_send - send @msg (one-way); ownership passes to pollcore.
  * @msg: from pc_msg_alloc(), or a received message to send back.
  *
- * Never dropped: without send-queue slots or credits it waits in the
- * connection's backlog.
+ * Never dropped while the connection lives: without send-queue slots or
+ * credits it waits in the connection's backlog. When the connection closes
+ * first, it is dropped and counted (msgs_dropped; see pc_close()).
+ *
+ * Any time while the message is yours, also after its connection's DOWN
+ * (the message keeps msg->conn allocated).
  *
  * Return: 0; -ENOBUFS when the submission ring is full (any thread but the
  * owning worker; the message is still yours, retry); -ENOTCONN when the
- * connection is closing (the message is released); -EMSGSIZE when len > cap
- * or more than the peer accepts (the message is still yours).
+ * connection is closing or closed (the message is released); -EMSGSIZE
+ * when len > cap or more than the peer accepts (the message is still
+ * yours).
  */
-int pc_send(struct pc_msg *msg);
+PC_API int pc_send(struct pc_msg *msg);
 
 /**
  * pc_call - send @msg as a request; the response arrives as a message of
@@ -283,12 +391,15 @@ int pc_send(struct pc_msg *msg);
  * @req_id: filled with the request id.
  *
  * Request ids increase by one per call on a connection; a refused call
- * gives its id back (unless another thread called meanwhile).
+ * gives its id back (unless another thread called meanwhile). At most
+ * window requests are in flight, exactly. A response whose req_id is not
+ * in flight on its connection is a protocol error: the connection closes
+ * (-EPROTO, the reason logged), the response is not delivered.
  *
  * Return: as pc_send(); -EAGAIN when the connection's request window is
  * full (the message is still yours).
  */
-int pc_call(struct pc_msg *msg, uint64_t *req_id);
+PC_API int pc_call(struct pc_msg *msg, uint64_t *req_id);
 
 /**
  * pc_reply - answer a request in place: @req's buffer carries the response.
@@ -296,7 +407,7 @@ int pc_call(struct pc_msg *msg, uint64_t *req_id);
  *
  * Return: as pc_send().
  */
-int pc_reply(struct pc_msg *req);
+PC_API int pc_reply(struct pc_msg *req);
 
 /**
  * pc_msg_release - give a received (or unsent) message back.
@@ -304,16 +415,21 @@ int pc_reply(struct pc_msg *req);
  *
  * Return: 0, or -ENOBUFS when the submission ring is full (retry).
  */
-int pc_msg_release(struct pc_msg *msg);
+PC_API int pc_msg_release(struct pc_msg *msg);
 
 /**
  * pc_rdma - post a one-sided operation on @conn.
  * @conn: connection (RDMA READ needs the peer to allow it).
  * @op: operation; must stay valid until op->done is called.
  *
- * Return: 0, -ENOBUFS (ring full, retry), -ENOTCONN, -EINVAL.
+ * Every outcome is reported once: when 0 is returned, through op->done
+ * (-ENOTCONN there when the connection is closing, -ECANCELED when it
+ * closed first, also when called on the owning worker, then possibly
+ * before pc_rdma() returns); otherwise op->done is never called.
+ *
+ * Return: 0, -ENOBUFS (ring full, retry), -EINVAL.
  */
-int pc_rdma(struct pc_conn *conn, struct pc_op *op);
+PC_API int pc_rdma(struct pc_conn *conn, struct pc_op *op);
 
 /**
  * pc_mem_reg - register application memory on the device of @conn.
@@ -328,14 +444,14 @@ int pc_rdma(struct pc_conn *conn, struct pc_op *op);
  *
  * Return: an opaque handle, or NULL with errno set.
  */
-void *pc_mem_reg(struct pc_conn *conn, void *addr, size_t len, int access, uint32_t *lkey,
-		 uint32_t *rkey);
+PC_API void *pc_mem_reg(struct pc_conn *conn, void *addr, size_t len, int access, uint32_t *lkey,
+			uint32_t *rkey);
 
 /**
  * pc_mem_dereg - undo pc_mem_reg().
  * @handle: from pc_mem_reg(), or NULL.
  */
-void pc_mem_dereg(void *handle);
+PC_API void pc_mem_dereg(void *handle);
 
 /**
  * pc_app_attach - bind the calling thread to application slot @idx.
@@ -349,7 +465,7 @@ void pc_mem_dereg(void *handle);
  * Return: 0, -EINVAL (bad index), -EBUSY (slot taken), -EALREADY (this
  * thread is attached to this engine already), -ENOSPC (too many engines).
  */
-int pc_app_attach(struct pc_engine *e, unsigned int idx);
+PC_API int pc_app_attach(struct pc_engine *e, unsigned int idx);
 
 /**
  * pc_app_poll - take received messages for this application thread.
@@ -363,7 +479,7 @@ int pc_app_attach(struct pc_engine *e, unsigned int idx);
  *
  * Return: number of messages (0 when none, or when not attached).
  */
-unsigned int pc_app_poll(struct pc_engine *e, struct pc_msg **msgs, unsigned int n);
+PC_API unsigned int pc_app_poll(struct pc_engine *e, struct pc_msg **msgs, unsigned int n);
 
 /**
  * pc_conn_user - the @user pointer given at pc_connect() (or set with
@@ -372,7 +488,7 @@ unsigned int pc_app_poll(struct pc_engine *e, struct pc_msg **msgs, unsigned int
  *
  * Return: the pointer.
  */
-void *pc_conn_user(const struct pc_conn *conn);
+PC_API void *pc_conn_user(const struct pc_conn *conn);
 
 /**
  * pc_conn_set_user - set the connection's user pointer.
@@ -381,7 +497,7 @@ void *pc_conn_user(const struct pc_conn *conn);
  *
  * Owning worker (e.g. in on_conn), or before traffic starts.
  */
-void pc_conn_set_user(struct pc_conn *conn, void *user);
+PC_API void pc_conn_set_user(struct pc_conn *conn, void *user);
 
 /* Per-connection counters and identity (pc_conn_info()). */
 struct pc_conn_info {
@@ -396,6 +512,7 @@ struct pc_conn_info {
 	uint64_t bytes_recv;
 	uint64_t credit_stalls;	/* sends that waited for credits */
 	uint64_t sq_stalls;	/* sends that waited for send-queue slots */
+	uint64_t msgs_dropped;	/* sends accepted (0 returned) that the close dropped */
 	uint32_t backlog;	/* messages waiting now */
 	uint32_t inflight_req;	/* requests awaiting a response */
 	uint32_t held;		/* buffers of this connection held by the app */
@@ -406,9 +523,10 @@ struct pc_conn_info {
  * @conn: connection.
  * @info: filled in (counters are relaxed snapshots).
  *
- * Any thread while the connection is up.
+ * Any thread while the handle is valid, i.e. until on_conn(DOWN) returns
+ * (in DOWN itself too: the final counts, msgs_dropped included).
  */
-void pc_conn_info(const struct pc_conn *conn, struct pc_conn_info *info);
+PC_API void pc_conn_info(const struct pc_conn *conn, struct pc_conn_info *info);
 
 /* Per-worker counters (pc_engine_stats()). */
 struct pc_worker_stats {
@@ -434,11 +552,15 @@ struct pc_worker_stats {
 	uint64_t wakeups_cq;	/* woken by a completion event */
 	uint64_t wakeups_submit;/* woken by the eventfd */
 	uint64_t wc_errors;	/* failed completions, flushes of closing QPs excluded */
-	uint64_t stray_completions;	/* completions for a QP no longer known */
+	uint64_t stray_completions;	/* completions for a QP no longer known, or for WRs already retired */
+	uint64_t poll_errors;	/* ibv_poll_cq failures (logged once) */
+	uint64_t msgs_dropped;	/* accepted sends not delivered: their conn closed first */
 	uint32_t conns;
 	uint32_t rx_held;	/* receive buffers held by the application */
 	uint32_t tx_held;	/* send buffers allocated and not yet sent */
 	uint32_t srq_outstanding;	/* receive buffers posted on the SRQ now */
+	uint32_t credits_out;	/* credits granted to peers, not yet used (<= srq_outstanding) */
+	uint32_t window;	/* what each credited connection may hold now: its share of the SRQ */
 };
 
 /**
@@ -453,8 +575,8 @@ struct pc_worker_stats {
  *
  * Return: the number of connections visited.
  */
-unsigned int pc_engine_for_each_conn(struct pc_engine *e, void (*fn)(struct pc_conn *c, void *arg),
-				     void *arg);
+PC_API unsigned int pc_engine_for_each_conn(struct pc_engine *e,
+					    void (*fn)(struct pc_conn *c, void *arg), void *arg);
 
 /**
  * pc_engine_nworkers - number of workers.
@@ -462,7 +584,7 @@ unsigned int pc_engine_for_each_conn(struct pc_engine *e, void (*fn)(struct pc_c
  *
  * Return: the count.
  */
-unsigned int pc_engine_nworkers(const struct pc_engine *e);
+PC_API unsigned int pc_engine_nworkers(const struct pc_engine *e);
 
 /**
  * pc_engine_stats - sample one worker's counters.
@@ -474,14 +596,17 @@ unsigned int pc_engine_nworkers(const struct pc_engine *e);
  *
  * Return: 0 or -EINVAL.
  */
-int pc_engine_stats(const struct pc_engine *e, unsigned int worker, struct pc_worker_stats *st);
+PC_API int pc_engine_stats(const struct pc_engine *e, unsigned int worker,
+			   struct pc_worker_stats *st);
 
 /**
  * pc_engine_print_stats - one line per worker on @f.
  * @e: engine.
- * @f: stream (FILE *).
+ * @f: stream, e.g. stdout.
+ *
+ * Any thread (stats are relaxed snapshots).
  */
-void pc_engine_print_stats(const struct pc_engine *e, void *f);
+PC_API void pc_engine_print_stats(const struct pc_engine *e, FILE *f);
 
 #ifdef __cplusplus
 }

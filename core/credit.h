@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A worker's receive-credit policy and its admission limits, as pure
+ * functions of numbers: no verbs, no threads, unit-tested on the host
+ * (tests/test_credit.c). docs/architecture.md ("Flow control: credits")
+ * states the policy; the worker (workers/datapath.c) and the control
+ * thread (workers/control.c) apply it.
+ *
+ *  - The invariant: the credits a worker has granted and not yet seen used,
+ *    summed over its connections, never exceed the receive buffers posted
+ *    on its SRQ. Every grant, the first one included, is checked against
+ *    that room (credit_grant()).
+ *  - A connection's window shrinks as connections join and grows back as
+ *    they leave: credit_target() = min(window, srq_depth / connections).
+ *    Within that share it has what it earned: it starts at min_window and
+ *    earns one more credit per credit it uses, so an idle peer holds only
+ *    its floor and newcomers find room (the worker keeps the count).
+ *  - Every connection is guaranteed min_window credits: room below that
+ *    floor is kept for the connections still short of it (the "floor
+ *    deficit"), and a connection is admitted only when every connection
+ *    can have its floor (credit_admit()).
+ *  - The CQ holds a completion for every WR that can be outstanding: the
+ *    SRQ, the raw peers' receive queues, one drain marker per connection
+ *    and the send WRs in flight, which share what is left (cq_send_room()).
+ *
+ * Any thread; no shared state.
+ */
+#ifndef PC_CREDIT_H
+#define PC_CREDIT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <pollcore/common.h>
+
+/* Receive buffers a raw peer's own receive queue holds (at most). */
+#define CREDIT_RAW_RQ_DEPTH 16u
+
+/**
+ * credit_target - the window of each credited connection now.
+ * @srq_depth: receive buffers the worker posts on its SRQ (its credit budget).
+ * @nconns: credited connections on the worker (attached, not closing).
+ * @window: the configured maximum per connection.
+ *
+ * Return: min(@window, @srq_depth / @nconns); @window when @nconns is 0.
+ */
+static inline uint32_t credit_target(uint32_t srq_depth, uint32_t nconns, uint32_t window)
+{
+	if (!nconns)
+		return window;
+	return PC_MIN(window, srq_depth / nconns);
+}
+
+/* How far @outstanding credits are below the floor @min_window (0 when not). */
+static inline uint32_t credit_short(uint32_t outstanding, uint32_t min_window)
+{
+	return outstanding < min_window ? min_window - outstanding : 0;
+}
+
+/**
+ * credit_grant - how many credits to grant one connection now.
+ * @outstanding: credits it holds (granted, not yet seen used).
+ * @target: its window now (credit_target()).
+ * @min_window: the floor every connection is guaranteed.
+ * @room: SRQ buffers posted and not promised to anyone (posted - granted).
+ * @deficit: sum of credit_short() over the worker's credited connections,
+ *           this one included.
+ *
+ * Up to its floor a connection takes whatever room there is; above it,
+ * only the room the other connections' floors do not need.
+ *
+ * Return: the grant, never more than @room nor beyond @target.
+ */
+static inline uint32_t credit_grant(uint32_t outstanding, uint32_t target, uint32_t min_window,
+				    uint32_t room, uint32_t deficit)
+{
+	uint32_t want = target > outstanding ? target - outstanding : 0;
+	uint32_t own = credit_short(outstanding, min_window);
+	uint32_t others = deficit > own ? deficit - own : 0;
+	uint32_t g1 = PC_MIN(PC_MIN(want, own), room);
+	uint32_t spare = room - g1 > others ? room - g1 - others : 0;
+
+	return g1 + PC_MIN(want - g1, spare);
+}
+
+/* What a worker can hold, for admission (fixed at engine creation). */
+struct credit_limits {
+	uint32_t srq_depth;	/* credit budget */
+	uint32_t min_window;	/* floor per credited connection */
+	uint32_t raw_bufs;	/* receive buffers for raw peers' own queues */
+	uint32_t max_conns;	/* max_conns_per_worker */
+	uint32_t cqe;		/* the worker's CQ size */
+	uint32_t sq_depth;	/* send WRs one connection may have in flight */
+};
+
+/* What a worker holds now (the control thread's count: attached, not retired). */
+struct credit_load {
+	uint32_t conns;		/* credited and raw */
+	uint32_t raw;		/* raw connections */
+};
+
+enum credit_verdict {
+	CREDIT_ADMIT = 0,
+	CREDIT_NO_CONNS,	/* max_conns reached */
+	CREDIT_NO_BUFS,		/* the floor cannot be granted to one more */
+	CREDIT_NO_RAW,		/* raw peers not allowed, or their buffers taken */
+	CREDIT_NO_CQ,		/* the CQ could not hold its completions */
+};
+
+/* CQ entries reserved whatever the traffic: receives and one drain marker per connection. */
+static inline uint64_t cq_reserved(const struct credit_limits *l, uint32_t conns)
+{
+	return (uint64_t)l->srq_depth + l->raw_bufs + conns;
+}
+
+/**
+ * credit_admit - may one more connection (raw or credited) join a worker?
+ * @l: the worker's limits.
+ * @now: what it holds.
+ * @raw: the newcomer is a raw peer (its own receive queue of
+ *       CREDIT_RAW_RQ_DEPTH buffers, no credits).
+ *
+ * Return: CREDIT_ADMIT or the first limit that refuses it.
+ */
+static inline enum credit_verdict credit_admit(const struct credit_limits *l,
+					       const struct credit_load *now, bool raw)
+{
+	uint32_t credited = now->conns - now->raw;
+
+	if (now->conns >= l->max_conns)
+		return CREDIT_NO_CONNS;
+	if (raw && (!l->raw_bufs || (uint64_t)(now->raw + 1) *
+				   PC_MIN(CREDIT_RAW_RQ_DEPTH, l->raw_bufs) > l->raw_bufs))
+		return CREDIT_NO_RAW;
+	if (!raw && (uint64_t)(credited + 1) * l->min_window > l->srq_depth)
+		return CREDIT_NO_BUFS;
+	/* and one connection's send queue can still be used in full */
+	if (cq_reserved(l, now->conns + 1) + l->sq_depth > l->cqe)
+		return CREDIT_NO_CQ;
+	return CREDIT_ADMIT;
+}
+
+/**
+ * cq_send_room - send WRs a worker may post now without overrunning its CQ.
+ * @l: its limits.
+ * @conns: connections holding a drain-marker reservation (attached, not drained).
+ * @inflight: send WRs posted and not yet completed (markers excluded).
+ *
+ * Every posted WR can complete (a QP in error flushes all of them), so
+ * the sends in flight share what the receives and markers leave.
+ *
+ * Return: the WRs that may still be posted (0 when none).
+ */
+static inline uint32_t cq_send_room(const struct credit_limits *l, uint32_t conns,
+				    uint32_t inflight)
+{
+	uint64_t used = cq_reserved(l, conns) + inflight;
+
+	return used < l->cqe ? (uint32_t)(l->cqe - used) : 0;
+}
+
+#endif /* PC_CREDIT_H */
