@@ -533,6 +533,8 @@ struct pc_worker_stats {
 	char name[32];		/* thread name, pc-w<N>-<device> */
 	int pu;			/* PU it is bound to, -1 if unbound */
 	int numa_node;
+	uint32_t cq_single_threaded;	/* 1: CQ created IBV_CREATE_CQ_ATTR_SINGLE_THREADED */
+	uint32_t thread_domain;	/* 1: QPs and SRQ on a parent domain with a thread domain */
 	uint64_t loops;
 	uint64_t polls;
 	uint64_t empty_polls;
@@ -547,6 +549,8 @@ struct pc_worker_stats {
 	uint64_t handoff_full;	/* worker->app ring was full (delivery delayed, not dropped) */
 	uint64_t submit_full;	/* app->worker ring was full (pc_send returned -ENOBUFS) */
 	uint64_t credit_stalls;
+	uint64_t credit_writes;	/* grants sent as their own RDMA WRITE (one-way traffic) */
+	uint64_t credit_piggybacks; /* grants that rode in a message header instead */
 	uint64_t sleeps;	/* hybrid idle: times it slept */
 	uint64_t sleep_ns;	/* and for how long */
 	uint64_t wakeups_cq;	/* woken by a completion event */
