@@ -37,7 +37,7 @@ address is missing|client
 --size|client $ADDR --size 0
 --mode|client $ADDR --mode fly
 --count and --duration|client $ADDR -n 5 -D 1
---inline|client $ADDR --inline 64
+--inline|client $ADDR --inline 2000
 --post-batch|client $ADDR --mode rpc --post-batch 8
 --json|server --json
 EOF2
@@ -108,6 +108,7 @@ check send 64 --mode send -q 2
 check send_thread 64 --mode send --producer thread --post-batch 16
 check send_tiny 64 --mode send -n 5
 check rpc 8 --mode rpc
+check rpc_no_inline 8 --mode rpc --inline 0
 check rpc_window 64 --mode rpc --window 16 -q 2
 check write 100 --mode write --window 32 -q 2
 check read 1 --mode read -n 300

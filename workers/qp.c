@@ -112,7 +112,7 @@ int worker_create_qp(struct pc_worker *w, struct conn *c, struct rdma_cm_id *id)
 		.cap = {
 			.max_send_wr = p->sq_depth,
 			.max_send_sge = 1,
-			.max_inline_data = 64,
+			.max_inline_data = p->max_inline == PC_INLINE_NONE ? 0 : p->max_inline,
 		},
 		.qp_type = IBV_QPT_RC,
 		.comp_mask = IBV_QP_INIT_ATTR_PD,

@@ -110,6 +110,7 @@ void bench_params(const struct bench_opts *o, uint32_t msg_size, struct pc_engin
 	p->rx_bufs = o->rx_depth ? o->rx_depth : PC_MIN(PC_MAX(rx, 256u), 1024u);
 	p->srq_depth = p->rx_bufs;
 	p->sq_depth = o->tx_depth;
+	p->max_inline = o->max_inline;
 	p->signal_every = o->signal_every;
 	p->poll_batch = o->poll_batch;
 	p->no_numa = o->no_numa;
@@ -122,12 +123,12 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: " PROG " server [--bind ADDR] [--port P] [--workers N] [--max-size S]\n"
 		"                      [--window W] [-t|--tx-depth D] [-r|--rx-depth D]\n"
-		"                      [-Q|--signal-every N] [--poll-batch N] [--no-numa]\n"
+		"                      [-Q|--signal-every N] [--poll-batch N] [--inline B] [--no-numa]\n"
 		"       " PROG " client ADDR -m|--mode send|rpc|write|read [--port P]\n"
 		"                      [-s|--size S] [-D|--duration SECS | -n|--count N] [--quick]\n"
 		"                      [-q|--connections C] [--workers N] [-w|--window W]\n"
 		"                      [-l|--post-batch B] [-Q|--signal-every N] [--poll-batch N]\n"
-		"                      [-t|--tx-depth D] [-r|--rx-depth D] [--no-numa] [--json]\n"
+		"                      [-t|--tx-depth D] [-r|--rx-depth D] [--inline B] [--no-numa] [--json]\n"
 		"                      [--producer worker|thread]\n"
 		"defaults: port %d, size 64, duration 5 s (--quick: 1 s), 1 connection, 1 worker;\n"
 		"window (in flight per connection): rpc 1, send, write and read 128; the server's\n"
@@ -138,6 +139,7 @@ static void usage(FILE *f)
 		"32) through the submission ring, and the server's credits alone bound them.\n"
 		"-t: send queue depth per QP (default 256); -r: receive buffers and SRQ depth;\n"
 		"-Q: signal every Nth send (default 16). -n counts per connection.\n"
+		"--inline: largest send posted inline, header included (default 64; 0: none).\n"
 		"Exit: 0 all checks passed, 1 a mismatch or an error, 2 a usage error.\n",
 		BENCH_PORT);
 }
@@ -294,8 +296,12 @@ static int parse_one(int c, const char *arg, struct parsed *p)
 		}
 		return bad_usage("--producer: '%s' is not worker or thread", arg);
 	case O_INLINE:
-		return bad_usage("--inline: the engine has no inline setting: it inlines every "
-				 "send that fits the QP's max_inline_data (64 bytes on rxe)");
+		/* perftest's -I: 0 turns inline off */
+		if (u32_arg("--inline", arg, 0, 1024, &o->max_inline))
+			return 2;
+		if (!o->max_inline)
+			o->max_inline = PC_INLINE_NONE;
+		return 0;
 	}
 	return 2;
 }

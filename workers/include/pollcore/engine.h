@@ -171,6 +171,9 @@ struct pc_device_params {
 	const char *cpus;
 };
 
+/* pc_engine_params.max_inline: never post inline. */
+#define PC_INLINE_NONE UINT32_MAX
+
 /**
  * struct pc_engine_params - engine configuration; zero means default.
  * @devices: verbs device names, NULL-terminated; NULL: the first device.
@@ -188,6 +191,9 @@ struct pc_device_params {
  *             exceed the buffers posted there; default rx_bufs - raw_bufs.
  * @srq_watermark: SRQ refill threshold and srq_limit; default srq_depth / 4.
  * @sq_depth: send queue depth per QP, default 256.
+ * @max_inline: largest send (header included) posted inline, asked of each
+ *              QP as max_inline_data; default 64; PC_INLINE_NONE for none.
+ *              The provider may grant more or less; what it grants is used.
  * @signal_every: signal every Nth send WR (and the last of each chain), default 16.
  * @poll_batch: ibv_poll_cq batch, default 32.
  * @window: the most receive credits one peer may hold (messages in flight
@@ -248,6 +254,7 @@ struct pc_engine_params {
 	uint32_t srq_depth;
 	uint32_t srq_watermark;
 	uint32_t sq_depth;
+	uint32_t max_inline;
 	uint32_t signal_every;
 	uint32_t poll_batch;
 	uint32_t window;
