@@ -152,6 +152,7 @@ struct bench_opts {
 	uint64_t count;	 /* per connection; 0: run for duration_s */
 	double duration_s;
 	uint32_t undercount_every; /* server, for testing clients: leave every Kth uncounted */
+	uint32_t connect_timeout_s; /* client, per connection; 0: 10 s */
 	bool json;
 	bool quick;
 	bool no_numa;

@@ -827,7 +827,9 @@ static int client_connect(struct bclient *cl, struct pc_engine *e, struct bench_
 	uint32_t i;
 
 	for (i = 0; i < o->conns; i++) {
-		cl->cc[i].conn = pc_connect(e, o->addr, (uint16_t)o->port, -1, 10000, &cl->cc[i]);
+		cl->cc[i].conn = pc_connect(e, o->addr, (uint16_t)o->port, -1,
+					   o->connect_timeout_s ? (int)o->connect_timeout_s * 1000 : 10000,
+					   &cl->cc[i]);
 		if (!cl->cc[i].conn) {
 			fail_main(r, "cannot connect to %s port %u (connection %u of %u): %s (%s)",
 				  o->addr, o->port, i + 1, o->conns, strerror(errno),

@@ -140,6 +140,7 @@ static void usage(FILE *f)
 		"-t: send queue depth per QP (default 256); -r: receive buffers and SRQ depth;\n"
 		"-Q: signal every Nth send (default 16). -n counts per connection.\n"
 		"--inline: largest send posted inline, header included (default 64; 0: none).\n"
+		"--connect-timeout SECS: the client's, per connection (default 10).\n"
 		"Exit: 0 all checks passed, 1 a mismatch or an error, 2 a usage error.\n",
 		BENCH_PORT);
 }
@@ -186,7 +187,7 @@ static int u32_arg(const char *opt, const char *s, uint32_t min, uint32_t max, u
 
 enum {
 	O_WORKERS = 256, O_POLL, O_NONUMA, O_JSON, O_QUICK, O_BIND, O_MAXSIZE, O_UNDER, O_INLINE,
-	O_PRODUCER,
+	O_PRODUCER, O_CTIMEOUT,
 };
 
 static const struct option long_opts[] = {
@@ -211,6 +212,7 @@ static const struct option long_opts[] = {
 	{ "bind", required_argument, NULL, O_BIND },
 	{ "max-size", required_argument, NULL, O_MAXSIZE },
 	{ "undercount-every", required_argument, NULL, O_UNDER },
+	{ "connect-timeout", required_argument, NULL, O_CTIMEOUT },
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 },
 };
@@ -282,6 +284,8 @@ static int parse_one(int c, const char *arg, struct parsed *p)
 	case O_WORKERS: return u32_arg("--workers", arg, 1, 64, &o->workers) ? 2 : 0;
 	case O_POLL: return u32_arg("--poll-batch", arg, 1, 4096, &o->poll_batch) ? 2 : 0;
 	case O_MAXSIZE: return u32_arg("--max-size", arg, 1, BENCH_MAX_SIZE, &p->max_size) ? 2 : 0;
+	case O_CTIMEOUT:
+		return u32_arg("--connect-timeout", arg, 1, 3600, &o->connect_timeout_s) ? 2 : 0;
 	case O_UNDER:
 		return u32_arg("--undercount-every", arg, 1, UINT32_MAX, &o->undercount_every) ? 2 : 0;
 	case O_BIND: p->bind = arg; return 0;
