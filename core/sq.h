@@ -142,6 +142,12 @@ static inline uint32_t sq_retire(struct sq *q, const void *ctx, bool error,
 /*
  * A chain of send WRs built in a scratch array and posted with one
  * ibv_post_send (one doorbell). wr[i].next links to wr[i + 1].
+ *
+ * chain_add() sets only sg_list and the links; the caller writes every
+ * other field the opcode uses (wr_id, opcode, num_sge, send_flags, and
+ * wr.rdma for RDMA ops). Nothing is cleared: a provider reads no field
+ * that the opcode does not use (imm_data only WITH_IMM, the wr union by
+ * opcode), and clearing 128 bytes per WR cost more than the rest of it.
  */
 struct wr_chain {
 	struct ibv_send_wr *wr;
@@ -153,7 +159,7 @@ static pc_always_inline struct ibv_send_wr *chain_add(struct wr_chain *c)
 {
 	struct ibv_send_wr *wr = &c->wr[c->n];
 
-	memset(wr, 0, sizeof(*wr));
+	wr->next = NULL;
 	wr->sg_list = &c->sge[c->n];
 	if (c->n)
 		c->wr[c->n - 1].next = wr;

@@ -20,8 +20,8 @@
 
 #include <pollcore/common.h>
 
-#define PC_WIRE_MAGIC 0x5043u	/* "PC" */
-#define PC_CM_MAGIC 0x50434d31u	/* "PCM1" */
+#define PC_WIRE_MAGIC 0x50u	/* "P" */
+#define PC_CM_MAGIC 0x50434d32u	/* "PCM2": the header carries grants (PCM1 did not) */
 
 /* Message types on the wire; pollcore/engine.h's enum pc_msg_type mirrors them. */
 enum wire_type {
@@ -31,10 +31,15 @@ enum wire_type {
 	WIRE_TYPE_MAX = WIRE_RESPONSE,
 };
 
+/*
+ * @grant piggybacks credits on every message: the low 16 bits of the
+ * sender's cumulative grant to the receiver (the same count its credit
+ * word carries). The receiver widens it with wire_grant_expand().
+ */
 struct wire_hdr {
-	uint16_t magic;		/* PC_WIRE_MAGIC */
+	uint8_t magic;		/* PC_WIRE_MAGIC */
 	uint8_t type;		/* enum wire_type */
-	uint8_t flags;		/* 0; not checked on receipt */
+	uint16_t grant;		/* cumulative grant, mod 2^16 */
 	uint32_t len;		/* payload bytes after the header */
 	uint64_t req_id;
 };
@@ -44,13 +49,26 @@ static_assert(sizeof(struct wire_hdr) == 16, "wire header is 16 bytes");
 
 /* Hot path: writes the header of a @len-byte payload. */
 static pc_always_inline void wire_hdr_fill(struct wire_hdr *h, uint8_t type, uint32_t len,
-					   uint64_t req_id)
+					   uint64_t req_id, uint64_t grant)
 {
 	h->magic = PC_WIRE_MAGIC;
 	h->type = type;
-	h->flags = 0;
+	h->grant = (uint16_t)grant;
 	h->len = len;
 	h->req_id = req_id;
+}
+
+/*
+ * Hot path: the cumulative grant a header's 16 bits stand for, given the
+ * last one seen. Exact while the true grant is less than 2^16 ahead of
+ * @seen, which a window of at most WIRE_MAX_CREDITS guarantees (a sender
+ * never spends beyond @seen, and a grant is never more than a window ahead
+ * of what was spent). An older grant (a message overtaken by a credit
+ * WRITE) comes out nearly 2^16 ahead: the window check rejects it.
+ */
+static pc_always_inline uint64_t wire_grant_expand(uint64_t seen, uint16_t grant)
+{
+	return seen + (uint16_t)(grant - (uint16_t)seen);
 }
 
 /*
@@ -91,7 +109,7 @@ static_assert(sizeof(struct wire_cm_priv) == 28, "private data layout");
 static_assert(sizeof(struct wire_cm_priv) <= 56, "fits IB CM REQ private data");
 
 /* A grant larger than this is nonsense (or an attack on our counters). */
-#define WIRE_MAX_CREDITS (1u << 20)
+#define WIRE_MAX_CREDITS (1u << 14)
 
 /**
  * wire_cm_fill - our private data for connect or accept.

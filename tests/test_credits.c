@@ -530,7 +530,7 @@ static int hand_send(struct hand *h, unsigned int n, uint32_t payload, uint32_t 
 		uint32_t len = payload;
 
 		if (!h->raw) {
-			wire_hdr_fill((struct wire_hdr *)(void *)b, WIRE_ONEWAY, hdr_len, i);
+			wire_hdr_fill((struct wire_hdr *)(void *)b, WIRE_ONEWAY, hdr_len, i, 0);
 			len += WIRE_HDR_LEN;
 		}
 		ck_assert_uint_le(len, HAND_BUF);

@@ -330,6 +330,7 @@ static void connect_echo(void)
 	struct pc_engine *srv = server_start(1, &port);
 	struct pc_engine *cli = client_start(PC_HANDOFF_HANDLER, 1, 1);
 	struct pc_conn_info info;
+	struct pc_worker_stats st;
 
 	ck_assert_int_eq(pc_app_attach(cli, 0), 0);
 	client_connect(cli, port, 1);
@@ -342,6 +343,20 @@ static void connect_echo(void)
 	pc_conn_info(cc[0].conn, &info);
 	ck_assert_uint_eq(info.msgs_sent, 1000);
 	ck_assert_uint_eq(info.msgs_recv, 1000);
+	/*
+	 * The CQ is created single-threaded where the provider takes the flag,
+	 * and still polled with ibv_poll_cq(): exactly the completions posted,
+	 * none unmatched (rxe's extended polling made up thousands).
+	 */
+	ck_assert_int_eq(pc_engine_stats(srv, 0, &st), 0);
+	printf("server worker: CQ single-threaded %u, thread domain %u\n", st.cq_single_threaded,
+	       st.thread_domain);
+	ck_assert_uint_eq(st.rx_msgs, 1000);
+	ck_assert_uint_eq(st.tx_msgs, 1000);
+	ck_assert_uint_eq(st.stray_completions, 0);
+	ck_assert_uint_eq(st.wc_errors, 0);
+	if (strncmp(pc_test_device(), "rxe", 3) == 0)
+		ck_assert_uint_eq(st.cq_single_threaded, 1);
 	pc_engine_print_stats(srv, stdout);
 	pc_engine_print_stats(cli, stdout);
 	pc_engine_destroy(cli);
@@ -518,6 +533,7 @@ START_TEST(test_rpc)
 		.on_conn = srv_on_conn, .on_msg = srv_on_msg, .no_numa = true,
 	};
 	struct pc_conn_info info;
+	struct pc_worker_stats st;
 	struct pc_engine *srv, *cli;
 	int count[2] = { 1, 0 };
 	uint16_t port;
@@ -544,6 +560,19 @@ START_TEST(test_rpc)
 	/* both server connections sit on worker 1 */
 	ck_assert_uint_eq(pc_engine_for_each_conn(srv, on_worker, count), 2);
 	ck_assert_int_eq(count[1], 2);
+	/*
+	 * Grants ride on the responses (wire_hdr.grant): about one doorbell per
+	 * request. One credit WRITE per request (the old path) would double it.
+	 */
+	ck_assert_int_eq(pc_engine_stats(srv, 1, &st), 0);
+	printf("server worker: %llu requests, %llu doorbells, %llu grants piggybacked, "
+	       "%llu credit WRITEs\n", (unsigned long long)st.rx_msgs,
+	       (unsigned long long)st.doorbells, (unsigned long long)st.credit_piggybacks,
+	       (unsigned long long)st.credit_writes);
+	ck_assert_uint_eq(st.rx_msgs, 6000);
+	ck_assert_uint_gt(st.credit_piggybacks, 0);
+	ck_assert_uint_le(st.doorbells, 6000 + 6000 / 10);
+	ck_assert_uint_le(st.credit_writes, 6000 / 10);
 	pc_engine_destroy(cli);
 	pc_engine_destroy(srv);
 }

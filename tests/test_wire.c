@@ -12,7 +12,7 @@ static uint8_t buf[64];
 static uint32_t make_msg(uint8_t type, uint32_t payload, uint64_t req_id)
 {
 	memset(buf, 0xa5, sizeof(buf));
-	wire_hdr_fill((struct wire_hdr *)(void *)buf, type, payload, req_id);
+	wire_hdr_fill((struct wire_hdr *)(void *)buf, type, payload, req_id, 0x12345);
 	return WIRE_HDR_LEN + payload;
 }
 
@@ -20,16 +20,16 @@ START_TEST(test_hdr_layout)
 {
 	uint64_t req_id;
 	uint32_t len;
-	uint16_t magic;
+	uint16_t grant;
 
-	/* the wire format: magic, type, flags, len, req_id at fixed offsets */
+	/* the wire format: magic, type, grant, len, req_id at fixed offsets */
 	make_msg(WIRE_RESPONSE, 40, 0x1122334455667788ull);
-	memcpy(&magic, buf + 0, 2);
+	memcpy(&grant, buf + 2, 2);
 	memcpy(&len, buf + 4, 4);
 	memcpy(&req_id, buf + 8, 8);
-	ck_assert_uint_eq(magic, PC_WIRE_MAGIC);
-	ck_assert_uint_eq(buf[2], WIRE_RESPONSE);
-	ck_assert_uint_eq(buf[3], 0);
+	ck_assert_uint_eq(buf[0], PC_WIRE_MAGIC);
+	ck_assert_uint_eq(buf[1], WIRE_RESPONSE);
+	ck_assert_uint_eq(grant, 0x2345);	/* the low 16 bits of the cumulative grant */
 	ck_assert_uint_eq(len, 40);
 	ck_assert_uint_eq(req_id, 0x1122334455667788ull);
 	/* the payload after the header is untouched */
@@ -93,11 +93,37 @@ START_TEST(test_hdr_invalid)
 	make_msg(WIRE_ONEWAY, UINT32_MAX, 0);
 	ck_assert_int_eq(wire_hdr_parse(buf, WIRE_HDR_LEN - 1, &h), -EPROTO);
 	ck_assert_int_eq(wire_hdr_parse(buf, WIRE_HDR_LEN, &h), -EPROTO);
-	/* flags are not checked (reserved, always sent as 0) */
+	/* any grant parses: its plausibility is the receiver's check (wire_grant_expand) */
 	len = make_msg(WIRE_REQUEST, 8, 7);
-	buf[3] = 0x80;
+	buf[2] = 0xff;
+	buf[3] = 0xff;
 	ck_assert_int_eq(wire_hdr_parse(buf, len, &h), 0);
-	ck_assert_uint_eq(h.flags, 0x80);
+	ck_assert_uint_eq(h.grant, 0xffff);
+}
+END_TEST
+
+/* The 16 bits a header carries, widened against the last grant seen. */
+START_TEST(test_grant_expand)
+{
+	static const uint64_t seens[] = { 0, 1, 0xfffe, 0xffff, 0x10000, 0x123456789ull,
+					  UINT64_MAX - 0x20000 };
+	unsigned int i;
+	uint32_t ahead;
+
+	for (i = 0; i < PC_ARRAY_SIZE(seens); i++) {
+		uint64_t seen = seens[i];
+
+		/* every grant up to a whole window ahead comes back exactly, across wraps */
+		for (ahead = 0; ahead <= WIRE_MAX_CREDITS; ahead += 1 + ahead / 7)
+			ck_assert_uint_eq(wire_grant_expand(seen, (uint16_t)(seen + ahead)),
+					  seen + ahead);
+		ck_assert_uint_eq(wire_grant_expand(seen, (uint16_t)(seen + WIRE_MAX_CREDITS)),
+				  seen + WIRE_MAX_CREDITS);
+		/* an older grant (overtaken by a credit WRITE) lands more than a window ahead */
+		for (ahead = 1; ahead <= WIRE_MAX_CREDITS; ahead += 1 + ahead / 7)
+			ck_assert_uint_gt(wire_grant_expand(seen, (uint16_t)(seen - ahead)) - seen,
+					  WIRE_MAX_CREDITS);
+	}
 }
 END_TEST
 
@@ -224,6 +250,7 @@ int main(void)
 	tcase_add_test(tc, test_hdr_roundtrip);
 	tcase_add_test(tc, test_hdr_short);
 	tcase_add_test(tc, test_hdr_invalid);
+	tcase_add_test(tc, test_grant_expand);
 	tcase_add_test(tc, test_cm_roundtrip);
 	tcase_add_test(tc, test_cm_raw_peers);
 	tcase_add_test(tc, test_cm_invalid);

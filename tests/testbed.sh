@@ -12,3 +12,16 @@
 : "${PC_TEST_GID_INDEX:=0}"
 : "${PC_TEST_ADDR:=fe80::ff:fe00:1%d0}"
 export PC_TEST_DEVICE PC_TEST_PORT PC_TEST_GID_INDEX PC_TEST_ADDR
+
+# pc_need_device: returns when an RDMA device is visible. Without one a host
+# skips the test (exit 77), while inside the VM the test fails (exit 1): a
+# missing device there is a broken test bed.
+pc_need_device() {
+	[ -n "$(ls /sys/class/infiniband 2>/dev/null)" ] && return 0
+	if [ "${PC_IN_VM:-}" = 1 ]; then
+		echo "FAIL: running inside the soft-RoCE VM but no RDMA device is visible" >&2
+		exit 1
+	fi
+	echo "SKIP: no RDMA device here; run this test inside tools/rxe-vm"
+	exit 77
+}

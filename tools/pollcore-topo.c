@@ -9,6 +9,7 @@
  */
 #include <pollcore/common.h>
 #include <pollcore/numa.h>
+#include "cli.h"
 
 #include <getopt.h>
 #include <limits.h>
@@ -141,20 +142,6 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	return 0;
 }
 
-static void json_str(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			printf("\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			printf("\\u%04x", (unsigned char)*s);
-		else
-			putchar(*s);
-	}
-	putchar('"');
-}
-
 static void json_list(hwloc_const_bitmap_t set)
 {
 	const char *sep = "";
@@ -176,7 +163,7 @@ static void print_json(const struct pc_nic_locality *locs, unsigned int nr,
 	printf("{\"devices\": [");
 	for (unsigned int i = 0; i < nr; i++) {
 		printf("%s{\"name\": ", i ? ", " : "");
-		json_str(locs[i].name);
+		cli_json_str(locs[i].name);
 		printf(", \"numa_nodes\": ");
 		json_list(locs[i].nodeset);
 		printf(", \"local_pus\": ");
@@ -188,7 +175,7 @@ static void print_json(const struct pc_nic_locality *locs, unsigned int nr,
 		const struct pc_plan_entry *e = &plan->entries[i];
 
 		printf("%s{\"worker\": %u, \"device\": ", i ? ", " : "", e->worker);
-		json_str(e->device_name);
+		cli_json_str(e->device_name);
 		printf(", \"pu\": %d, \"core\": %d, \"numa_node\": %d, \"local\": %s}", e->pu,
 		       e->core, e->numa_node, e->local ? "true" : "false");
 	}

@@ -219,34 +219,45 @@ enum conn_state {
 };
 
 struct conn {
-	/* worker-hot */
-	struct pc_worker *w;
+	/*
+	 * Line 0: what every message touches, sent or received (flush_conn(),
+	 * add_send(), credits_avail(), dp_recv()). Line 1: the send queue and
+	 * the rest of the credit state. Worker-only unless said otherwise.
+	 */
 	struct ibv_qp *qp;
 	struct ibv_qp_ex *qpx;	/* ibv_wr_* posting, when the worker uses it */
-	uint32_t qpn;
-	uint8_t state;
-	bool raw;
-	bool dirty;
-	bool credit_stalled;
-	struct conn *dirty_next;
-	struct wr_ctx *bl_head, **bl_tail;	/* backlog: msgs and ops, FIFO */
-	struct wr_ctx *early_head, **early_tail; /* received before UP, delivered after it */
-	uint32_t backlog;
-	struct sq sq;
+	struct wr_ctx *bl_head;	/* backlog: msgs and ops, FIFO */
+	/* the peer RDMA-WRITEs its cumulative grant into [0]; [1] is our outgoing copy */
+	volatile uint64_t *credit_word;
 	/* credits this side may spend: peer's cumulative grant minus sends */
 	uint64_t sent_credited;
 	uint64_t peer_grant_seen;
 	/* credits granted to the peer */
 	uint64_t granted;
+	uint8_t state;
+	bool raw;
+	bool dirty;
+	bool credit_stalled;
+	uint32_t peer_window;	/* credits the peer grants at most (its window) */
+
+	struct sq sq pc_cache_aligned;
 	uint64_t granted_published;
 	uint64_t recv_credited;
 	uint32_t grant_pending;	/* credits it still wants (below its target): look again */
 	uint32_t window;
 	uint32_t allow;		/* credits it has earned: min_window, +1 per credit used, <= window */
+	uint32_t max_inline;
+
+	struct pc_worker *w pc_cache_aligned;
+	uint32_t qpn;
+	uint32_t backlog;
+	struct conn *dirty_next;
+	struct wr_ctx **bl_tail;
+	struct wr_ctx *early_head, **early_tail; /* received before UP, delivered after it */
+	uint64_t grant_due_ns;	/* 0, or when a grant no message carried goes by WRITE */
 	uint32_t rq_posted;	/* raw peer: receives posted on its own queue */
 	uint64_t peer_credit_addr;
 	uint32_t peer_credit_rkey;
-	uint32_t max_inline;
 	/* rpc: the ids of the requests sent and not yet answered (core/reqset.h) */
 	struct reqset reqs;
 	uint64_t req_answered;	/* responses matched; pc_call() reads it relaxed */
@@ -281,10 +292,7 @@ struct conn {
 	bool closing;			/* control: rdma_disconnect called, CLOSE posted */
 	bool attached;			/* control: CTL_ATTACH posted */
 	struct ibv_mr *credit_mr;
-	/* the peer RDMA-WRITEs its cumulative grant into [0]; [1] is our outgoing copy */
-	volatile uint64_t *credit_word;
 	uint32_t peer_max_msg;
-	uint32_t peer_window;	/* credits the peer grants at most (its window) */
 	struct wire_cm_priv peer_priv;	/* what the peer said, applied by conn_apply_peer() */
 	bool peer_raw;
 	int want_worker;
@@ -318,6 +326,10 @@ struct conn {
 };
 static_assert(offsetof(struct conn, refs_app) % PC_CACHELINE == 0,
 	      "app-written fields start their own cache line");
+static_assert(offsetof(struct conn, sq) == PC_CACHELINE,
+	      "the per-message fields fill exactly the first cache line");
+static_assert(offsetof(struct conn, w) == 2 * PC_CACHELINE,
+	      "the send queue and credit state fill the second");
 
 /* The conn's fields pc_conn_info() samples, named as there. */
 #define CONN_COUNTERS(X) \

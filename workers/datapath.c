@@ -170,6 +170,8 @@ static void deliver(struct pc_worker *w, const struct pc_engine_params *p, struc
 		return;
 	/* the application is behind: keep it here, in order, and say so */
 	m->ctx.next = NULL;
+	if (!ch->ovf_head)
+		w->ovf_chans++;
 	*ch->ovf_tail = &m->ctx;
 	ch->ovf_tail = &m->ctx.next;
 	ch->ovf++;
@@ -181,7 +183,8 @@ void dp_deliver_overflow(struct pc_worker *w)
 {
 	unsigned int i;
 
-	for (i = 0; i < w->nchans; i++) {
+	/* the common case: every application keeps up, and no slot is looked at */
+	for (i = 0; w->ovf_chans && i < w->nchans; i++) {
 		struct chan *ch = &w->chans[i];
 
 		while (ch->ovf_head) {
@@ -190,8 +193,10 @@ void dp_deliver_overflow(struct pc_worker *w)
 			if (pc_ring_spsc_enqueue(ch->to_app, &m->pub))
 				break;
 			ch->ovf_head = m->ctx.next;
-			if (!ch->ovf_head)
+			if (!ch->ovf_head) {
 				ch->ovf_tail = &ch->ovf_head;
+				w->ovf_chans--;
+			}
 			ch->ovf--;
 		}
 	}
@@ -199,31 +204,45 @@ void dp_deliver_overflow(struct pc_worker *w)
 
 /*
  * Keeps each application slot stocked with send buffers, up to its share
- * (half the pool split over the slots: the worker keeps the rest).
+ * (half the pool split over the slots: the worker keeps the rest). One slot
+ * a turn, in turn: reading a slot's count reads its consumer's cache line.
  */
 void dp_topup_txfree(struct pc_worker *w)
 {
 	void *objs[32];
-	unsigned int i, n, k, put, want;
+	unsigned int n, k, put, want, have;
+	struct chan *ch;
 
-	for (i = 0; i < w->nchans; i++) {
-		struct chan *ch = &w->chans[i];
-		unsigned int have = pc_ring_spsc_count(ch->txfree);
+	if (pc_unlikely(!w->nchans))
+		return;
+	ch = &w->chans[w->topup_next];
+	w->topup_next = w->topup_next + 1 == w->nchans ? 0 : w->topup_next + 1;
+	have = pc_ring_spsc_count(ch->txfree);
+	if (pc_likely(have >= ch->tx_share / 2))
+		return;
+	want = PC_MIN(ch->tx_share - have, (unsigned int)PC_ARRAY_SIZE(objs));
+	for (n = 0; n < want; n++) {
+		struct msg *m = dp_tx_alloc(w);
 
-		if (pc_likely(have >= ch->tx_share / 2))
-			continue;
-		want = PC_MIN(ch->tx_share - have, (unsigned int)PC_ARRAY_SIZE(objs));
-		for (n = 0; n < want; n++) {
-			struct msg *m = dp_tx_alloc(w);
-
-			if (!m)
-				break;
-			objs[n] = m;
-		}
-		put = n ? pc_ring_spsc_enqueue_burst(ch->txfree, objs, n) : 0;
-		for (k = put; k < n; k++)
-			dp_msg_release(w, objs[k]);
+		if (!m)
+			break;
+		objs[n] = m;
 	}
+	put = n ? pc_ring_spsc_enqueue_burst(ch->txfree, objs, n) : 0;
+	for (k = put; k < n; k++)
+		dp_msg_release(w, objs[k]);
+}
+
+/*
+ * Takes a cumulative grant from the peer (its credit word or a message
+ * header). Only plausible ones: never backwards, never more than a window
+ * (the peer's) ahead of what we sent. Anything else is a torn read, a
+ * header overtaken by a later WRITE, or a broken peer; the old value stays.
+ */
+static inline void credits_take(struct conn *c, uint64_t g)
+{
+	if (g > c->peer_grant_seen && g - c->sent_credited <= c->peer_window)
+		c->peer_grant_seen = g;
 }
 
 /* --- receives ------------------------------------------------------------------ */
@@ -326,6 +345,7 @@ static void dp_recv(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
 			}
 		}
 		c->recv_credited++;
+		credits_take(c, wire_grant_expand(c->peer_grant_seen, h.grant));
 		m->pub.len = len - HDR;
 		m->pub.type = h.type;
 		m->pub.req_id = h.req_id;
@@ -516,15 +536,7 @@ void dp_handle_wc(struct pc_worker *w, struct ibv_wc *wc)
 static inline uint64_t credits_avail(struct conn *c)
 {
 	/* acquire: the NIC wrote the word; nothing else depends on it but the count */
-	uint64_t g = __atomic_load_n(&c->credit_word[0], __ATOMIC_ACQUIRE);
-
-	/*
-	 * Accept only plausible grants: never backwards, never more than a
-	 * window (the peer's) ahead of what we sent. Anything else is a torn read or a
-	 * broken peer; either way the old value stays safe.
-	 */
-	if (g > c->peer_grant_seen && g - c->sent_credited <= c->peer_window)
-		c->peer_grant_seen = g;
+	credits_take(c, __atomic_load_n(&c->credit_word[0], __ATOMIC_ACQUIRE));
 	return c->peer_grant_seen - c->sent_credited;
 }
 
@@ -566,7 +578,7 @@ static pc_always_inline void add_send(struct pc_worker *w, struct conn *c, struc
 	uint32_t bytes = m->pub.len;
 
 	if (!c->raw) {
-		wire_hdr_fill(m->buf->addr, m->pub.type, m->pub.len, m->pub.req_id);
+		wire_hdr_fill(m->buf->addr, m->pub.type, m->pub.len, m->pub.req_id, c->granted);
 		bytes += HDR;
 	}
 	wr->sg_list->addr = (uintptr_t)m->buf->addr;
@@ -590,6 +602,7 @@ static pc_always_inline void add_op(struct pc_worker *w, struct pc_op *op)
 	wr->sg_list->lkey = op->lkey;
 	wr->num_sge = 1;
 	wr->opcode = op->code == PC_OP_READ ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE;
+	wr->send_flags = 0;
 	wr->wr.rdma.remote_addr = op->remote_addr;
 	wr->wr.rdma.rkey = op->rkey;
 	wr->wr_id = (uintptr_t)&op_priv(op)->ctx;
@@ -610,6 +623,7 @@ static pc_always_inline void add_credit(struct pc_worker *w, struct conn *c)
 	wr->wr.rdma.rkey = c->peer_credit_rkey;
 	wr->wr_id = (uintptr_t)&c->credit_ctx;
 	c->granted_published = c->granted;
+	c->grant_due_ns = 0;
 }
 
 /*
@@ -704,25 +718,67 @@ static void post_chain(struct pc_worker *w, struct conn *c)
 	drain_fail(w, c, ret);
 }
 
+/*
+ * How long a grant may wait for a message to carry it before it goes as an
+ * RDMA WRITE of its own. Request/response traffic answers well within it,
+ * so it rings one doorbell per message; one-way traffic pays one WRITE per
+ * interval instead of one per released buffer, or sooner when the peer
+ * runs low (grant_due()).
+ */
+#define GRANT_DELAY_NS (50ull * 1000)
+
+/* Whether the next send of @c can carry its grant (a message it will post now). */
+static inline bool grant_rides(struct conn *c, uint32_t space)
+{
+	return space && c->bl_head && c->bl_head->kind == WR_MSG && credits_avail(c);
+}
+
+/*
+ * A grant no message carries goes by WRITE at once when the peer knows of
+ * less than half of what it has earned (it may be about to stall: one-way
+ * traffic), else once it has waited GRANT_DELAY_NS.
+ */
+static bool grant_due(struct conn *c)
+{
+	/* what the peer knows it may still send: the grants it has seen, less what it sent */
+	uint64_t known = c->granted_published > c->recv_credited ?
+			 c->granted_published - c->recv_credited : 0;
+	uint64_t now;
+
+	if (known * 2 < c->allow)
+		return true;
+	now = now_ns();
+	if (!c->grant_due_ns) {
+		c->grant_due_ns = now + GRANT_DELAY_NS;
+		return false;
+	}
+	return now >= c->grant_due_ns;
+}
+
 /* Builds and posts one chain for @c: a credit grant, then its backlog. */
 static void flush_conn(struct pc_worker *w, struct conn *c)
 {
 	struct wr_chain *ch = &w->chain;
 	/* within its send queue, and within the room the CQ has for send completions */
 	uint32_t space = PC_MIN(sq_space(&c->sq), cq_send_room(&w->lim, w->cq_conns, w->sq_wrs));
+	uint64_t granted;
 	bool stalled = false;
 
 	chain_reset(ch);
 	if (!c->raw) {
 		if (c->grant_pending)
 			credits_grant(w, c);
-		if (c->granted != c->granted_published && space) {
+		/* a new grant rides on the first message sent (wire_hdr.grant), else waits a little */
+		if (c->granted != c->granted_published && !grant_rides(c, space) && space &&
+		    grant_due(c)) {
 			add_credit(w, c);
 			space--;
+			STAT_ADD(w->st.credit_writes, 1);
 		}
 	} else if (c->rq_posted + c->held < PC_MIN(CREDIT_RAW_RQ_DEPTH, w->p->raw_bufs)) {
 		dp_refill_rq(w, c);
 	}
+	granted = c->granted;
 	while (c->bl_head && ch->n < space) {
 		struct wr_ctx *ctx = c->bl_head;
 
@@ -741,6 +797,11 @@ static void flush_conn(struct pc_worker *w, struct conn *c)
 				}
 				c->credit_stalled = false;
 				c->sent_credited++;
+				if (c->granted_published != granted) {
+					c->granted_published = granted;
+					c->grant_due_ns = 0;
+					STAT_ADD(w->st.credit_piggybacks, 1);
+				}
 			}
 			add_send(w, c, pc_container_of(ctx, struct msg, ctx));
 			STAT_ADD(w->st.tx_msgs, 1);
@@ -769,8 +830,9 @@ void dp_flush(struct pc_worker *w)
 		c->dirty = false;
 		if (c->state == CONN_UP)
 			flush_conn(w, c);
-		/* still waiting for credits or for SRQ room to grant: look again next turn */
-		if (c->state == CONN_UP && (c->bl_head || c->grant_pending))
+		/* waiting for credits, for SRQ room to grant, or for a send to carry a grant */
+		if (c->state == CONN_UP &&
+		    (c->bl_head || c->grant_pending || c->granted != c->granted_published))
 			dp_mark_dirty(w, c);
 		c = next;
 	}
@@ -865,6 +927,9 @@ void dp_refill_srq(struct pc_worker *w, bool arm)
 	struct ibv_recv_wr *bad = NULL;
 	int ret;
 
+	/* regular batches, two polls' worth at most, except the first fill */
+	if (!arm)
+		want = PC_MIN(want, 2 * p->poll_batch);
 	while (n < want) {
 		struct pc_buf *b = pc_pool_get(w->rx);
 		struct msg *m;

@@ -47,6 +47,7 @@ static int params_normalise(struct pc_engine_params *p)
 	DEFAULT(srq_depth, p->rx_bufs - p->raw_bufs);
 	DEFAULT(srq_watermark, p->srq_depth / 4 ? p->srq_depth / 4 : 1);
 	DEFAULT(sq_depth, 256);
+	DEFAULT(max_inline, 64);
 	DEFAULT(signal_every, 16);
 	DEFAULT(poll_batch, 32);
 	DEFAULT(window, 64);
@@ -65,6 +66,9 @@ static int params_normalise(struct pc_engine_params *p)
 	if (p->window > p->srq_depth)
 		return pc_set_error(-EINVAL, "window %u exceeds srq_depth %u: a single peer "
 				    "could not be given its credits", p->window, p->srq_depth);
+	if (p->window > WIRE_MAX_CREDITS)
+		return pc_set_error(-EINVAL, "window %u exceeds %u, the most a message header's "
+				    "16-bit grant can carry", p->window, WIRE_MAX_CREDITS);
 	if (p->min_window > p->window)
 		return pc_set_error(-EINVAL, "min_window %u exceeds window %u", p->min_window,
 				    p->window);
@@ -695,7 +699,8 @@ unsigned int pc_engine_nworkers(const struct pc_engine *e)
 /* A counter added to struct pc_worker_stats but not to WORKER_COUNTERS fails here. */
 #define FIELD_SIZE(f) +sizeof(((struct pc_worker_stats *)0)->f)
 static_assert(sizeof(struct pc_worker_stats) ==
-	      0 FIELD_SIZE(name) FIELD_SIZE(pu) FIELD_SIZE(numa_node) FIELD_SIZE(submit_full)
+	      0 FIELD_SIZE(name) FIELD_SIZE(pu) FIELD_SIZE(numa_node) FIELD_SIZE(cq_single_threaded)
+	      FIELD_SIZE(thread_domain) FIELD_SIZE(submit_full)
 	      FIELD_SIZE(tx_held) WORKER_COUNTERS(FIELD_SIZE),
 	      "pc_engine_stats() samples every field");
 #undef FIELD_SIZE
@@ -709,10 +714,12 @@ int pc_engine_stats(const struct pc_engine *e, unsigned int idx, struct pc_worke
 	if (idx >= e->nworkers)
 		return -EINVAL;
 	w = &e->workers[idx];
-	/* name, pu and numa_node are written before the worker is ready; the rest live */
+	/* name, pu, numa_node and the verbs flavour are set before the worker is ready */
 	memcpy(st->name, w->st.name, sizeof(st->name));
 	st->pu = w->st.pu;
 	st->numa_node = w->st.numa_node;
+	st->cq_single_threaded = w->st.cq_single_threaded;
+	st->thread_domain = w->st.thread_domain;
 #define SAMPLE(f) st->f = STAT_LD(w->st.f);
 	WORKER_COUNTERS(SAMPLE)
 #undef SAMPLE
@@ -734,7 +741,7 @@ void pc_engine_print_stats(const struct pc_engine *e, FILE *f)
 		fprintf(f, "%s pu %d numa %d: loops %llu polls %llu (empty %llu) wc %llu "
 			"wrs %llu doorbells %llu (%.1f WR/doorbell) srq %llu in %llu posts, "
 			"limit events %llu, rx %llu tx %llu, handoff_full %llu submit_full %llu "
-			"credit_stalls %llu, sleeps %llu (%.1f ms), wc_errors %llu, rx_held %u\n",
+			"credit_stalls %llu, credit writes %llu piggybacked %llu, sleeps %llu (%.1f ms), wc_errors %llu, rx_held %u\n",
 			s.name, s.pu, s.numa_node, (unsigned long long)s.loops,
 			(unsigned long long)s.polls, (unsigned long long)s.empty_polls,
 			(unsigned long long)s.completions, (unsigned long long)s.wrs_posted,
@@ -744,6 +751,7 @@ void pc_engine_print_stats(const struct pc_engine *e, FILE *f)
 			(unsigned long long)s.srq_limit_events, (unsigned long long)s.rx_msgs,
 			(unsigned long long)s.tx_msgs, (unsigned long long)s.handoff_full,
 			(unsigned long long)s.submit_full, (unsigned long long)s.credit_stalls,
+			(unsigned long long)s.credit_writes, (unsigned long long)s.credit_piggybacks,
 			(unsigned long long)s.sleeps, (double)s.sleep_ns / 1e6,
 			(unsigned long long)s.wc_errors, s.rx_held);
 	}

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
  * Verbs objects whose flavour depends on the device, chosen once at setup:
- *  - the CQ: a plain ibv_create_cq(), polled with ibv_poll_cq() (extended CQ
- *    polling is broken on rxe: see docs/architecture.md);
+ *  - the domain: a thread domain and parent domain, so the provider takes
+ *    no locks for the worker's QPs and SRQ, where it has them (not rxe);
+ *  - the CQ: single-threaded (ibv_create_cq_ex) where the provider takes
+ *    the flag, else plain; polled with ibv_poll_cq() either way (extended
+ *    CQ polling is broken on rxe: see docs/architecture.md);
  *  - the QP: with ibv_qp_ex send ops (ibv_wr_* posting) on mlx5, or when
  *    asked for with PC_POST_WR_EX; plain otherwise.
  * Control thread (QPs) and worker thread (CQ), at setup only.
@@ -23,12 +26,69 @@
 int worker_create_cq(struct pc_worker *w, int cqe)
 {
 	struct pc_dev *d = w->dev;
+	struct ibv_cq_init_attr_ex a = {
+		.cqe = (uint32_t)cqe,
+		.cq_context = w,
+		.channel = w->ch,
+		.comp_mask = IBV_CQ_INIT_ATTR_MASK_FLAGS,
+		/* polled by this worker alone: no lock in the provider's poll */
+		.flags = IBV_CREATE_CQ_ATTR_SINGLE_THREADED,
+	};
+	struct ibv_cq_ex *cqx;
 
+	if (w->td) {
+		a.comp_mask |= IBV_CQ_INIT_ATTR_MASK_PD;
+		a.parent_domain = w->pd;
+	}
+	/* still polled with ibv_poll_cq(): rxe's extended polling is broken */
+	cqx = ibv_create_cq_ex(d->ctx, &a);
+	if (cqx) {
+		w->cq = ibv_cq_ex_to_cq(cqx);
+		w->cq_single = true;
+		return 0;
+	}
+	pc_debug("%s: ibv_create_cq_ex(single-threaded): %s; a plain CQ", w->name,
+		 strerror(errno));
 	w->cq = ibv_create_cq(d->ctx, cqe, w, w->ch, 0);
 	if (!w->cq)
 		return pc_set_error(pc_neg_errno(-1), "%s port %u: ibv_create_cq(%d): %s", d->name,
 				    d->port, cqe, strerror(errno));
 	return 0;
+}
+
+/* A thread domain and a parent domain for @w's QPs and SRQ, where the provider has them. */
+void worker_create_domain(struct pc_worker *w)
+{
+	struct pc_dev *d = w->dev;
+	struct ibv_td_init_attr ta = { 0 };
+	struct ibv_parent_domain_init_attr pa = { .pd = d->pd };
+
+	w->pd = d->pd;
+	w->td = ibv_alloc_td(d->ctx, &ta);
+	if (!w->td) {
+		w->domain = "no thread domain (provider locks kept)";
+		return;
+	}
+	pa.td = w->td;
+	w->pd = ibv_alloc_parent_domain(d->ctx, &pa);
+	if (!w->pd) {
+		ibv_dealloc_td(w->td);
+		w->td = NULL;
+		w->pd = d->pd;
+		w->domain = "no parent domain (provider locks kept)";
+		return;
+	}
+	w->domain = "thread domain";
+}
+
+void worker_destroy_domain(struct pc_worker *w)
+{
+	if (!w->td)
+		return;
+	ibv_dealloc_pd(w->pd);
+	ibv_dealloc_td(w->td);
+	w->td = NULL;
+	w->pd = w->dev->pd;
 }
 
 /* Whether QPs on @w post through ibv_qp_ex (decided per device, logged by the worker). */
@@ -52,11 +112,11 @@ int worker_create_qp(struct pc_worker *w, struct conn *c, struct rdma_cm_id *id)
 		.cap = {
 			.max_send_wr = p->sq_depth,
 			.max_send_sge = 1,
-			.max_inline_data = 64,
+			.max_inline_data = p->max_inline == PC_INLINE_NONE ? 0 : p->max_inline,
 		},
 		.qp_type = IBV_QPT_RC,
 		.comp_mask = IBV_QP_INIT_ATTR_PD,
-		.pd = w->dev->pd,
+		.pd = w->pd,
 	};
 	int ret;
 

@@ -165,6 +165,7 @@ static int worker_setup(struct pc_worker *w)
 				      p->max_conns_per_worker) +
 			  PC_MIN((uint64_t)p->max_conns_per_worker * p->sq_depth, CQ_SEND_MAX),
 			  (uint64_t)d->dev_attr.max_cqe);
+	worker_create_domain(w);
 	ret = worker_create_cq(w, cqe);
 	if (ret)
 		return ret;
@@ -177,17 +178,20 @@ static int worker_setup(struct pc_worker *w)
 		.sq_depth = p->sq_depth,
 	};
 	w->st.window = p->window;
+	w->st.cq_single_threaded = w->cq_single;
+	w->st.thread_domain = w->td != NULL;
 	sattr.srq_context = w;
 	sattr.attr.max_wr = p->srq_depth;
 	sattr.attr.max_sge = 1;
-	w->srq = ibv_create_srq(d->pd, &sattr);
+	w->srq = ibv_create_srq(w->pd, &sattr);
 	if (!w->srq)
 		return pc_set_error(pc_neg_errno(-1), "%s port %u: ibv_create_srq(%u): %s", d->name,
 				    d->port, p->srq_depth, strerror(errno));
 	ctl_inbox_init(&w->inbox, wake_cb, w);
 	dp_refill_srq(w, true);
-	pc_info("%s: %s on PU %d (NUMA %d), CQ %d, SRQ %u (watermark %u), %s verbs, %s idle",
-		w->name, d->name, w->st.pu, w->st.numa_node, cqe, p->srq_depth, p->srq_watermark,
+	pc_info("%s: %s on PU %d (NUMA %d), CQ %d%s, SRQ %u (watermark %u), %s, %s verbs, %s idle",
+		w->name, d->name, w->st.pu, w->st.numa_node, cqe,
+		w->cq_single ? " single-threaded" : "", p->srq_depth, p->srq_watermark, w->domain,
 		w->wr_ex ? "ibv_wr_*" : "generic", p->idle == PC_IDLE_HYBRID ? "hybrid" : "busy");
 	return 0;
 }
@@ -246,6 +250,7 @@ static void worker_teardown(struct pc_worker *w)
 	worker_reclaim(w);
 	if (w->cq)
 		ibv_destroy_cq(w->cq);
+	worker_destroy_domain(w);
 	if (w->ch)
 		ibv_destroy_comp_channel(w->ch);
 	if (w->efd >= 0)
@@ -446,9 +451,10 @@ static unsigned int worker_turn(struct pc_worker *w, const struct pc_engine_para
 		work++;
 	}
 
-	/* 5. refill the SRQ in one chained post below the watermark (or on the event) */
-	if (w->srq_outstanding < p->srq_watermark || atomic_load_explicit(&w->srq_limit,
-									 memory_order_relaxed))
+	/* 5. refill the SRQ in one chained post once a poll batch is missing (or on the event) */
+	if (p->srq_depth - w->srq_outstanding >= p->poll_batch ||
+	    w->srq_outstanding < p->srq_watermark ||
+	    atomic_load_explicit(&w->srq_limit, memory_order_relaxed))
 		dp_refill_srq(w, false);
 
 	/* 6. connections added or closing */

@@ -124,6 +124,16 @@ struct pc_worker {
 	struct pc_dev *dev;
 	struct ibv_cq *cq;
 	struct ibv_srq *srq;
+	/*
+	 * The worker's verbs objects are used by its thread alone: a thread
+	 * domain tells the provider so, and it drops its locks (parent domain
+	 * for the QPs and SRQ, single-threaded CQ). NULL td and pd == dev->pd
+	 * where the provider has no such thing (rxe); domain says which.
+	 */
+	struct ibv_td *td;
+	struct ibv_pd *pd;
+	const char *domain;
+	bool cq_single;		/* the CQ was created IBV_CREATE_CQ_ATTR_SINGLE_THREADED */
 	struct pc_pool *rx, *tx, *raw;
 	struct msg *rx_msgs, *tx_msgs, *raw_msgs;
 	uint32_t srq_outstanding;
@@ -142,6 +152,8 @@ struct pc_worker {
 	struct ibv_wc *wc;
 	struct chan *chans;
 	unsigned int nchans;
+	unsigned int ovf_chans;		/* slots with messages in overflow */
+	unsigned int topup_next;	/* slot dp_topup_txfree() looks at next */
 	unsigned int next_slot;
 	uint32_t empty_turns;
 	uint32_t cq_unacked;
@@ -195,7 +207,7 @@ static_assert(offsetof(struct pc_worker, sleeping) % PC_CACHELINE == 0,
 #define WORKER_COUNTERS(X) \
 	X(loops) X(polls) X(empty_polls) X(completions) X(wrs_posted) X(doorbells) \
 	X(srq_posted) X(srq_doorbells) X(srq_limit_events) X(rx_msgs) X(tx_msgs) \
-	X(handoff_full) X(credit_stalls) X(sleeps) X(sleep_ns) X(wakeups_cq) \
+	X(handoff_full) X(credit_stalls) X(credit_writes) X(credit_piggybacks) X(sleeps) X(sleep_ns) X(wakeups_cq) \
 	X(wakeups_submit) X(wc_errors) X(stray_completions) X(poll_errors) X(msgs_dropped) \
 	X(conns) X(rx_held) X(srq_outstanding) X(credits_out) X(window)
 
@@ -210,6 +222,8 @@ void worker_wake(struct pc_worker *w);
 unsigned int worker_apply_ctl(struct pc_worker *w);
 
 /* qp.c */
+void worker_create_domain(struct pc_worker *w);
+void worker_destroy_domain(struct pc_worker *w);
 int worker_create_cq(struct pc_worker *w, int cqe);
 int worker_create_qp(struct pc_worker *w, struct conn *c, struct rdma_cm_id *id);
 bool worker_wants_wr_ex(const struct pc_worker *w);

@@ -171,6 +171,9 @@ struct pc_device_params {
 	const char *cpus;
 };
 
+/* pc_engine_params.max_inline: never post inline. */
+#define PC_INLINE_NONE UINT32_MAX
+
 /**
  * struct pc_engine_params - engine configuration; zero means default.
  * @devices: verbs device names, NULL-terminated; NULL: the first device.
@@ -188,6 +191,9 @@ struct pc_device_params {
  *             exceed the buffers posted there; default rx_bufs - raw_bufs.
  * @srq_watermark: SRQ refill threshold and srq_limit; default srq_depth / 4.
  * @sq_depth: send queue depth per QP, default 256.
+ * @max_inline: largest send (header included) posted inline, asked of each
+ *              QP as max_inline_data; default 64; PC_INLINE_NONE for none.
+ *              The provider may grant more or less; what it grants is used.
  * @signal_every: signal every Nth send WR (and the last of each chain), default 16.
  * @poll_batch: ibv_poll_cq batch, default 32.
  * @window: the most receive credits one peer may hold (messages in flight
@@ -248,6 +254,7 @@ struct pc_engine_params {
 	uint32_t srq_depth;
 	uint32_t srq_watermark;
 	uint32_t sq_depth;
+	uint32_t max_inline;
 	uint32_t signal_every;
 	uint32_t poll_batch;
 	uint32_t window;
@@ -533,6 +540,8 @@ struct pc_worker_stats {
 	char name[32];		/* thread name, pc-w<N>-<device> */
 	int pu;			/* PU it is bound to, -1 if unbound */
 	int numa_node;
+	uint32_t cq_single_threaded;	/* 1: CQ created IBV_CREATE_CQ_ATTR_SINGLE_THREADED */
+	uint32_t thread_domain;	/* 1: QPs and SRQ on a parent domain with a thread domain */
 	uint64_t loops;
 	uint64_t polls;
 	uint64_t empty_polls;
@@ -547,6 +556,8 @@ struct pc_worker_stats {
 	uint64_t handoff_full;	/* worker->app ring was full (delivery delayed, not dropped) */
 	uint64_t submit_full;	/* app->worker ring was full (pc_send returned -ENOBUFS) */
 	uint64_t credit_stalls;
+	uint64_t credit_writes;	/* grants sent as their own RDMA WRITE (one-way traffic) */
+	uint64_t credit_piggybacks; /* grants that rode in a message header instead */
 	uint64_t sleeps;	/* hybrid idle: times it slept */
 	uint64_t sleep_ns;	/* and for how long */
 	uint64_t wakeups_cq;	/* woken by a completion event */
