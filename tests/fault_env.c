@@ -328,6 +328,7 @@ struct fsrv *fsrv_start(const struct pc_engine_params *tweak, const char *addr)
 	int ret;
 
 	p.handoff = PC_HANDOFF_HANDLER;
+	p.idle = PC_IDLE_HYBRID;	/* the VM's 2 vCPUs carry 4 and more workers */
 	p.on_conn = srv_on_conn;
 	p.on_msg = srv_on_msg;
 	p.arg = &srv;
@@ -534,6 +535,7 @@ struct fcli *fcli_start(const char *const *devices)
 	struct pc_engine_params p = {
 		.devices = devices,
 		.app_threads = 2,
+		.idle = PC_IDLE_HYBRID,
 		.on_conn = cli_on_conn,
 		.on_msg = cli_on_msg,
 		.no_numa = true,

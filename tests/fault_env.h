@@ -18,7 +18,8 @@
  *  - fres: the process's fds and RSS and the device's QP and MR counts.
  *
  * One fsrv, one client engine and one flow thread per test process (Check
- * forks a process per test).
+ * forks a process per test). Their workers sleep when idle (PC_IDLE_HYBRID):
+ * in the VM two vCPUs carry all the workers of both sides.
  */
 #ifndef PC_FAULT_ENV_H
 #define PC_FAULT_ENV_H
