@@ -93,8 +93,9 @@ static int devices_open(struct pc_engine *e)
 		return pc_set_error(-EINVAL, "empty device list");
 	e->devs = calloc(e->ndevs, sizeof(*e->devs));
 	e->devnames = calloc(e->ndevs, sizeof(*e->devnames));
+	e->dlife = calloc(e->ndevs, sizeof(*e->dlife));
 	present = calloc(n > 0 ? (size_t)n : 1, sizeof(*present));
-	if (!e->devs || !e->devnames || !present) {
+	if (!e->devs || !e->devnames || !e->dlife || !present) {
 		free(present);
 		return -ENOMEM;
 	}
@@ -220,6 +221,7 @@ struct pc_engine *pc_engine_create(const struct pc_engine_params *params)
 	if (!e)
 		return NULL;
 	e->ctl_efd = -1;
+	pthread_mutex_init(&e->workers_lock, NULL);
 	e->p = *params;
 	ret = params_normalise(&e->p);
 	if (ret)
@@ -282,9 +284,9 @@ static unsigned int conns_attached(const struct pc_engine *e)
 	return n;
 }
 
-static void request_close(struct conn *c)
+static void request_close(struct conn *c, const char *why)
 {
-	conn_request_close(c, &c->e->inbox);
+	conn_request_close(c, &c->e->inbox, 0, why);
 }
 
 /* After the workers stopped: whatever is left is destroyed now. */
@@ -346,7 +348,7 @@ unsigned int pc_engine_for_each_conn(struct pc_engine *e, void (*fn)(struct pc_c
 static void visit_close(struct pc_conn *c, void *arg)
 {
 	(void)arg;
-	request_close((struct conn *)c);
+	request_close((struct conn *)c, "closed by pc_engine_destroy()");
 }
 
 static void visit_retire_left(struct pc_conn *c, void *arg)
@@ -382,8 +384,11 @@ static void close_all_and_stop_workers(struct pc_engine *e)
 		if (!all_drained(e))
 			pc_warn("%u connections did not drain within 10 s", conns_attached(e));
 	}
+	/* the control thread may be releasing a lost device's workers meanwhile */
+	pthread_mutex_lock(&e->workers_lock);
 	for (i = 0; i < e->nworkers; i++)
 		worker_stop(&e->workers[i]);
+	pthread_mutex_unlock(&e->workers_lock);
 	if (e->conns && e->ctl_started) {
 		pc_engine_for_each_conn(e, visit_retire_left, NULL);
 		wait_for(e, all_retired, 10000);
@@ -414,6 +419,8 @@ void pc_engine_destroy(struct pc_engine *e)
 	free(e->workers);
 	free(e->devnames);
 	free(e->devs);
+	free(e->dlife);
+	pthread_mutex_destroy(&e->workers_lock);
 	free(e);
 }
 
@@ -594,7 +601,7 @@ int pc_rdma(struct pc_conn *pconn, struct pc_op *op)
 
 int pc_close(struct pc_conn *pconn)
 {
-	request_close((struct conn *)pconn);
+	request_close((struct conn *)pconn, "closed by the application (pc_close)");
 	return 0;
 }
 

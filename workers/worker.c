@@ -235,19 +235,44 @@ static void worker_reclaim(struct pc_worker *w)
 	}
 }
 
+static void pool_dereg(struct pc_pool *pool)
+{
+	if (pool && pool->mr && !ibv_dereg_mr(pool->mr))
+		pool->mr = NULL;
+}
+
+/*
+ * The worker's verbs objects, once no QP uses them; its memory (pools,
+ * rings, stats) stays for whoever still reads it. @all: the pools' MRs
+ * too (pc_pool_destroy() deregisters those it still has).
+ */
+static void worker_release(struct pc_worker *w, bool all)
+{
+	if (w->cq_unacked)
+		ibv_ack_cq_events(w->cq, w->cq_unacked);
+	w->cq_unacked = 0;
+	if (w->srq)
+		ibv_destroy_srq(w->srq);
+	w->srq = NULL;
+	worker_reclaim(w);
+	if (w->cq)
+		ibv_destroy_cq(w->cq);
+	w->cq = NULL;
+	if (w->ch)
+		ibv_destroy_comp_channel(w->ch);
+	w->ch = NULL;
+	if (all) {
+		pool_dereg(w->rx);
+		pool_dereg(w->tx);
+		pool_dereg(w->raw);
+	}
+}
+
 static void worker_teardown(struct pc_worker *w)
 {
 	unsigned int i;
 
-	if (w->cq_unacked)
-		ibv_ack_cq_events(w->cq, w->cq_unacked);
-	if (w->srq)
-		ibv_destroy_srq(w->srq);
-	worker_reclaim(w);
-	if (w->cq)
-		ibv_destroy_cq(w->cq);
-	if (w->ch)
-		ibv_destroy_comp_channel(w->ch);
+	worker_release(w, false);
 	if (w->efd >= 0)
 		close(w->efd);
 	for (i = 0; w->chans && i < w->nchans; i++)
@@ -528,9 +553,24 @@ void worker_stop(struct pc_worker *w)
 {
 	uint64_t one = 1;
 
+	if (w->joined)
+		return;
 	atomic_store(&w->stop, 1);
 	(void)!write(w->efd, &one, sizeof(one));
 	pthread_join(w->thread, NULL);
+	w->joined = true;
+}
+
+/*
+ * Its device is gone (removed): stops the thread and gives back every verbs
+ * object it holds, so that the device can be closed; what app threads may
+ * still read (stats, rings) stays until worker_destroy(). Control thread,
+ * once none of its connections is left.
+ */
+void worker_release_device(struct pc_worker *w)
+{
+	worker_stop(w);
+	worker_release(w, true);
 }
 
 void worker_destroy(struct pc_worker *w)

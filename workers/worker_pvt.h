@@ -173,6 +173,8 @@ struct pc_worker {
 	struct cds_lfht *conns;
 	struct ctl_inbox *control;
 	bool must_bind;
+	bool joined;	/* worker_stop() done (engine's workers_lock) */
+	bool released;	/* its device is gone: verbs objects given back (devloss.c) */
 	int setup_err;
 	char name[16];
 	atomic_int ready;
@@ -204,6 +206,7 @@ extern __thread struct pc_worker *self_worker;
 /* worker.c */
 int worker_start(struct pc_worker *w, const struct worker_cfg *cfg);
 void worker_stop(struct pc_worker *w);
+void worker_release_device(struct pc_worker *w);
 void worker_destroy(struct pc_worker *w);
 void worker_wake(struct pc_worker *w);
 unsigned int worker_apply_ctl(struct pc_worker *w);
