@@ -9,8 +9,10 @@
  * log, that the server's application saw exactly what it should, and that
  * the good connection's messages all came back intact and in order.
  *
- * The server is small on purpose (64 receive buffers, 8 credits per peer),
- * so that leaks of credits or buffers show within a few dozen connections.
+ * The server is small on purpose (64 receive buffers on its SRQ, a window of
+ * 8 credits per peer), so that leaks of credits or buffers show within a few
+ * dozen connections. It grants nothing up front: a pollcore peer may send
+ * once the server's first grant reached its credit word (core/wire.h).
  * Failed expectations are collected and reported together at the end of
  * each case (EXPECT in fault_env.h).
  */
@@ -25,20 +27,24 @@
 #include "pc_test.h"
 
 #define SRV_RX_BUFS 64
+#define SRV_RAW_BUFS 32		/* raw peers' own receive queues, when a case opts in */
 #define SRV_WINDOW 8
 #define SRV_MSG_SIZE 4096
 
 static struct fsrv *srv;
 static struct fcli *cli;
-static unsigned int base_downs;
+static unsigned int base_ups, base_downs;
 
-/* Starts the server and one good connection that flows until hostile_end(). */
-static void hostile_begin(void)
+/*
+ * Starts the server (with @raw_bufs set aside for raw peers: 0 refuses
+ * them) and one good connection that flows until hostile_end().
+ */
+static void hostile_begin_raw(uint32_t raw_bufs)
 {
 	struct pc_engine_params sp = {
-		.rx_bufs = SRV_RX_BUFS, .window = SRV_WINDOW, .msg_size = SRV_MSG_SIZE,
+		.rx_bufs = SRV_RX_BUFS + raw_bufs, .raw_bufs = raw_bufs, .window = SRV_WINDOW,
+		.msg_size = SRV_MSG_SIZE,
 	};
-	unsigned int up;
 	int i;
 
 	flog_start();
@@ -47,7 +53,12 @@ static void hostile_begin(void)
 	i = fcli_add(cli, pc_test_addr(), srv->port, 10000);
 	ck_assert_msg(i == 0, "good connection: %s", pc_last_error());
 	ck_assert_msg(fcli_wait_recv(cli, 0, 50, 30000), "good connection: no echoes");
-	fsrv_counts(srv, &up, &base_downs);
+	fsrv_counts(srv, &base_ups, &base_downs);
+}
+
+static void hostile_begin(void)
+{
+	hostile_begin_raw(0);
 }
 
 /*
@@ -74,10 +85,15 @@ static void hostile_end(unsigned int downs)
 	fexpect_done();
 }
 
-/* A pollcore-speaking hostile peer; fails the test when it cannot connect. */
+/*
+ * A pollcore-speaking hostile peer, up and granted its first credits, so
+ * that it breaks only the rule its case is about; fails the test when it
+ * cannot connect.
+ */
 static void peer_up(struct fpeer *p, uint32_t slot_size)
 {
 	struct fpeer_opts o = { .priv = FPEER_POLLCORE, .slot_size = slot_size };
+	uint64_t end;
 	int ret;
 
 	memset(p, 0, sizeof(*p));
@@ -86,6 +102,11 @@ static void peer_up(struct fpeer *p, uint32_t slot_size)
 	ck_assert_msg(p->srv_pollcore, "the server sent no pollcore private data");
 	/* misbehave once the server's application knows the connection (see msg_before_up) */
 	ck_assert_msg(fsrv_wait_up(srv, p->srv_qpn, 10000), "no UP for server qp 0x%x",
+		      p->srv_qpn);
+	end = fnow_ms() + 10000;
+	while (!p->credit_word[0] && fnow_ms() < end)
+		usleep(1000);
+	ck_assert_msg(p->credit_word[0], "server qp 0x%x granted no credit within 10 s",
 		      p->srv_qpn);
 }
 
@@ -248,7 +269,7 @@ START_TEST(test_over_credits)
 				sent++;
 			}
 			fpeer_wait_sends(&p, 10000);
-			if (fsrv_wait_down(srv, p.srv_qpn, 3000, NULL) ||
+			if (fsrv_wait_down(srv, p.srv_qpn, 1000, NULL) ||
 			    grant == PC_MAX(p.srv.credits, (uint32_t)p.credit_word[0]))
 				break;
 		}
@@ -319,7 +340,8 @@ START_TEST(test_priv_nonsense)
 		ret = fpeer_connect(&p, pc_test_addr(), srv->port, &o);
 		EXPECT(ret == -ECONNREFUSED, "%s: connect returned %d (%s), expected a rejection",
 		       bad[i].what, ret, p.why);
-		EXPECT(flog_find_since(mark, line, sizeof(line), "reject", "invalid", NULL),
+		line[0] = 0;
+		EXPECT(flog_find_since(mark, line, sizeof(line), "refusing", "invalid", NULL),
 		       "%s: the server logged no reason for refusing it", bad[i].what);
 		if (ret == -ECONNREFUSED)
 			printf("%s: refused; server says: %s\n", bad[i].what, line);
@@ -332,42 +354,74 @@ START_TEST(test_priv_nonsense)
 END_TEST
 
 /*
- * Peers that send at once, as soon as they are established: the server's
- * application must not see a message before the connection's UP (or it
- * holds buffers of a connection it was never told about, and gets no DOWN
- * for it). Twenty tries, to meet the race.
+ * Peers that send as soon as they are established, before the server can
+ * have seen the connection come up: the server's application must never
+ * see a message before the connection's UP (or it holds buffers of a
+ * connection it was never told about, and gets no DOWN for it). Twenty
+ * tries, to meet the race, in two kinds:
+ *  - even: the peer sends at once, without waiting for a grant. The server
+ *    grants only once UP, so the message is beyond its credits unless the
+ *    grant won the race: either the connection closes (nothing delivered;
+ *    no UP, or UP and DOWN), or the message is delivered after UP;
+ *  - odd: the peer waits for the server's first grant, then sends: the
+ *    message is delivered, after UP.
+ * Each UP gets its DOWN.
  */
 START_TEST(test_msg_before_up)
 {
-	unsigned int i, n = 20, early = 0, no_down = 0;
+	unsigned int i, n = 20, early = 0, overrun = 0, delivered = 0, up, down;
 
 	hostile_begin();
 	for (i = 0; i < n; i++) {
 		struct fpeer_opts o = { .priv = FPEER_POLLCORE, .slot_size = 256 };
+		bool obedient = i & 1;
 		struct fpeer p = { 0 };
-		struct frec r;
+		struct frec r = { 0 };
+		uint64_t end;
 		uint32_t qpn;
 
 		ck_assert_int_eq(fpeer_connect(&p, pc_test_addr(), srv->port, &o), 0);
+		qpn = p.srv_qpn;
+		if (obedient) {
+			end = fnow_ms() + 10000;
+			while (!p.credit_word[0] && fnow_ms() < end)
+				usleep(1000);
+			ck_assert_msg(p.credit_word[0], "peer %u: no grant within 10 s", i);
+		}
 		ck_assert_int_eq(fpeer_send_msg(&p, PC_WIRE_MAGIC, WIRE_ONEWAY, 32, 32, 0), 0);
 		fpeer_wait_sends(&p, 10000);
-		fpeer_poll(&p, 2000);
-		qpn = p.srv_qpn;
-		fsrv_rec(srv, qpn, &r);
+		/* the server closes an overrunning peer, or delivers the message */
+		end = fnow_ms() + 10000;
+		while (fnow_ms() < end && !(fsrv_rec(srv, qpn, &r) && (r.down || r.msgs)))
+			usleep(2000);
 		early += r.before_up != 0;
 		EXPECT(r.before_up == 0, "peer %u: the server's application got %u message(s) on "
 		       "qp 0x%x before its UP (%s later)", i, r.before_up, qpn,
 		       r.up ? "UP came" : "no UP ever came");
-		fpeer_destroy(&p);
-		if (!fsrv_wait_down(srv, qpn, 10000, &r) && r.msgs) {
-			no_down++;
-			EXPECT(0, "peer %u: qp 0x%x delivered %u message(s) and closed without a DOWN",
-			       i, qpn, r.msgs);
+		if (r.msgs) {
+			delivered++;
+			EXPECT(r.up && r.msgs == 1, "peer %u: %u message(s) delivered, UP %s", i,
+			       r.msgs, r.up ? "seen" : "never seen");
+		} else {
+			overrun++;
+			EXPECT(!obedient, "peer %u waited for its grant, and its message was not "
+			       "delivered within 10 s", i);
+			EXPECT(r.down || !r.up, "peer %u: overran its credits (no message delivered) "
+			       "and its UP got no DOWN", i);
 		}
+		fpeer_destroy(&p);
+		if (r.up)
+			EXPECT(fsrv_wait_down(srv, qpn, 10000, &r), "peer %u: qp 0x%x was UP and got "
+			       "no DOWN", i, qpn);
 	}
-	printf("messages before UP on %u of %u connections; %u closed without DOWN\n", early, n,
-	       no_down);
-	hostile_end(n - no_down);
+	printf("peers sending at once or after their grant: %u delivered after UP, %u closed "
+	       "before UP for sending without credits, %u delivered before UP\n", delivered,
+	       overrun, early);
+	fsrv_counts(srv, &up, &down);
+	EXPECT(up - base_ups >= delivered, "%u UPs for %u connections that delivered",
+	       up - base_ups, delivered);
+	/* and as many DOWNs as UPs */
+	hostile_end(up - base_ups);
 }
 END_TEST
 
@@ -420,26 +474,42 @@ START_TEST(test_credit_rkey)
 }
 END_TEST
 
-/* A raw peer (no private data) connects; false when the server refuses raw peers. */
-static bool raw_up(struct fpeer *p, uint32_t slot_size)
+/* A raw peer (no private data) connects to a server that opted in (raw_bufs). */
+static void raw_up(struct fpeer *p, uint32_t slot_size)
 {
 	struct fpeer_opts o = { .priv = FPEER_RAW, .slot_size = slot_size };
-	char line[512];
 	int ret;
 
 	memset(p, 0, sizeof(*p));
 	ret = fpeer_connect(p, pc_test_addr(), srv->port, &o);
-	if (ret == -ECONNREFUSED) {
-		EXPECT(flog_find(line, sizeof(line), "raw", NULL),
-		       "raw peer refused without a reason in the log");
-		printf("raw peers are refused: %s\n", line);
-		return false;
-	}
 	ck_assert_msg(ret == 0, "raw peer: connect: %s (%d)", p->why, ret);
 	ck_assert_msg(fsrv_wait_up(srv, p->srv_qpn, 10000), "no UP for server qp 0x%x",
 		      p->srv_qpn);
-	return true;
 }
+
+/* By default (raw_bufs 0) a raw peer is refused, with the reason in the log. */
+START_TEST(test_raw_refused)
+{
+	struct fpeer_opts o = { .priv = FPEER_RAW, .slot_size = 256 };
+	unsigned int mark, up, down;
+	struct fpeer p = { 0 };
+	char line[512] = "";
+	int ret;
+
+	hostile_begin();
+	mark = flog_mark();
+	ret = fpeer_connect(&p, pc_test_addr(), srv->port, &o);
+	EXPECT(ret == -ECONNREFUSED, "a raw peer with raw_bufs 0: connect returned %d (%s)", ret,
+	       p.why);
+	EXPECT(flog_find_since(mark, line, sizeof(line), "refusing", "raw", "raw_bufs", NULL),
+	       "raw peer refused without a reason in the log");
+	printf("raw peer refused; server says: %s\n", line);
+	fpeer_destroy(&p);
+	fsrv_counts(srv, &up, &down);
+	EXPECT(up == base_ups, "a refused raw peer was delivered UP");
+	hostile_end(0);
+}
+END_TEST
 
 /* A raw peer sends more than any receive buffer holds: its connection closes, with a reason. */
 START_TEST(test_raw_too_long)
@@ -452,11 +522,8 @@ START_TEST(test_raw_too_long)
 	struct fpeer p;
 	struct frec r;
 
-	hostile_begin();
-	if (!raw_up(&p, sizeof(big))) {
-		hostile_end(0);
-		return;
-	}
+	hostile_begin_raw(SRV_RAW_BUFS);
+	raw_up(&p, sizeof(big));
 	pc_engine_stats(srv->e, 0, &st0);
 	mark = flog_mark();
 	memset(big, 0x42, sizeof(big));
@@ -477,10 +544,12 @@ START_TEST(test_raw_too_long)
 END_TEST
 
 /*
- * A raw peer floods twice the server's receive buffers while the
- * application is slow (holds them). Credited peers rely on the same SRQ:
- * they must keep flowing (issue 12, defect 1: raw peers must not exhaust it).
- * Afterwards every flooded message is accounted for, exactly once.
+ * A raw peer floods twice the server's SRQ while the application is slow
+ * (holds its messages). Credited peers rely on the SRQ: they must keep
+ * flowing (issue 12, defect 1: raw peers must not exhaust it), and the raw
+ * peer holds no more than its own receive queue (16 buffers, apart from the
+ * SRQ); the rest of its flood waits in RNR retries. Afterwards every flooded
+ * message is delivered, exactly once.
  */
 START_TEST(test_raw_flood)
 {
@@ -493,11 +562,8 @@ START_TEST(test_raw_flood)
 	struct fpeer p;
 	struct frec r;
 
-	hostile_begin();
-	if (!raw_up(&p, 256)) {
-		hostile_end(0);
-		return;
-	}
+	hostile_begin_raw(SRV_RAW_BUFS);
+	raw_up(&p, 256);
 	atomic_store(&srv->hold, true);
 	for (i = 0; i < n; i++) {
 		memset(msg, (int)i, sizeof(msg));
@@ -523,6 +589,8 @@ START_TEST(test_raw_flood)
 	       pc_test_device(), fhw_counter(pc_test_device(), "send_rnr_err") - rnr0);
 	printf("during the flood: good echoes %u in 10 s, held %u, srq_outstanding %u\n", got,
 	       held, st.srq_outstanding);
+	EXPECT(held >= 1 && held <= 16, "the raw peer's flood holds %u buffers, expected 1 to 16 "
+	       "(its own receive queue)", held);
 	/* the application catches up: everything arrives, exactly once */
 	atomic_store(&srv->hold, false);
 	fsrv_release_held(srv);
@@ -597,6 +665,7 @@ int main(void)
 	ADD(over_credits);
 	ADD(priv_nonsense);
 	ADD(credit_rkey);
+	ADD(raw_refused);
 	ADD(raw_too_long);
 	ADD(raw_flood);
 	ADD(over_max_msg);

@@ -260,12 +260,15 @@ static void dp_recv(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
 		if (wc->status != IBV_WC_WR_FLUSH_ERR)
 			STAT_ADD(w->st.wc_errors, 1);
 		pc_pool_put(rx_pool(w, m), m->buf);
-		if (c && wc->status != IBV_WC_WR_FLUSH_ERR)
+		if (c && wc->status != IBV_WC_WR_FLUSH_ERR) {
+			char what[96] = "RECV";
+
 			/* rxe reports a message longer than the receive as LOC_QP_OP_ERR */
-			drain_fail(w, c, pc_wc_error(w->dev, wc,
-						     wc->status == IBV_WC_LOC_LEN_ERR ||
-						     wc->status == IBV_WC_LOC_QP_OP_ERR ?
-						     "RECV (a message longer than msg_size?)" : "RECV"));
+			if (wc->status == IBV_WC_LOC_LEN_ERR || wc->status == IBV_WC_LOC_QP_OP_ERR)
+				snprintf(what, sizeof(what), "RECV (message too long? at most %u bytes "
+					 "are accepted)", p->msg_size + (c->raw ? 0 : HDR));
+			drain_fail(w, c, pc_wc_error(w->dev, wc, what));
+		}
 		return;
 	}
 	if (pc_unlikely(!c || c->state >= CONN_DRAINED)) {
