@@ -228,6 +228,9 @@ struct conn {
 	bool raw;
 	bool dirty;
 	bool credit_stalled;
+	bool probe;		/* keepalive: write the credit word again, granted or not */
+	uint8_t ka_idle;	/* keepalive scans that saw nothing arrive (keepalive.c) */
+	uint64_t ka_recv;	/* msgs_recv at the last scan */
 	struct conn *dirty_next;
 	struct wr_ctx *bl_head, **bl_tail;	/* backlog: msgs and ops, FIFO */
 	struct wr_ctx *early_head, **early_tail; /* received before UP, delivered after it */

@@ -717,8 +717,9 @@ static void flush_conn(struct pc_worker *w, struct conn *c)
 	if (!c->raw) {
 		if (c->grant_pending)
 			credits_grant(w, c);
-		if (c->granted != c->granted_published && space) {
+		if ((c->granted != c->granted_published || c->probe) && space) {
 			add_credit(w, c);
+			c->probe = false;
 			space--;
 		}
 	} else if (c->rq_posted + c->held < PC_MIN(CREDIT_RAW_RQ_DEPTH, w->p->raw_bufs)) {
@@ -769,8 +770,8 @@ void dp_flush(struct pc_worker *w)
 		c->dirty = false;
 		if (c->state == CONN_UP)
 			flush_conn(w, c);
-		/* still waiting for credits or for SRQ room to grant: look again next turn */
-		if (c->state == CONN_UP && (c->bl_head || c->grant_pending))
+		/* still waiting for credits, SRQ room or a send slot: look again next turn */
+		if (c->state == CONN_UP && (c->bl_head || c->grant_pending || c->probe))
 			dp_mark_dirty(w, c);
 		c = next;
 	}

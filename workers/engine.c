@@ -54,6 +54,7 @@ static int params_normalise(struct pc_engine_params *p)
 	DEFAULT(ring_size, 1024);
 	DEFAULT(max_conns_per_worker, 1024);
 	DEFAULT(idle_spins, 1000);
+	DEFAULT(keepalive_ms, 2000);
 	p->sq_depth = (uint32_t)pc_align_pow2(p->sq_depth);
 	p->ring_size = (uint32_t)pc_align_pow2(p->ring_size);
 	if ((uint64_t)p->srq_depth + p->raw_bufs > p->rx_bufs)

@@ -477,6 +477,8 @@ static unsigned int worker_turn(struct pc_worker *w, const struct pc_engine_para
 	work += worker_apply_ctl(w);
 	if (w->draining)
 		drain_poll(w);
+	/* 7. probes for connections on which nothing arrived */
+	ka_tick(w, !work);
 	return work;
 }
 
@@ -507,7 +509,7 @@ static void *worker_main(void *arg)
 			w->empty_turns = 0;
 			worker_sleep(w);
 		}
-		/* 7. quiescent state: conns retired before now may be freed */
+		/* 8. quiescent state: conns retired before now may be freed */
 		qsbr_quiescent();
 	}
 	qsbr_unregister();

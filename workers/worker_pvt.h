@@ -144,6 +144,8 @@ struct pc_worker {
 	unsigned int next_slot;
 	uint32_t empty_turns;
 	uint32_t cq_unacked;
+	uint32_t ka_turns;	/* turns since the clock was last read for keepalive */
+	uint64_t ka_next_ns;	/* next keepalive scan */
 	bool wr_ex;		/* post with ibv_wr_* (ibv_qp_ex) */
 	bool srq_rearm;		/* SRQ limit fired: re-arm it once refilled */
 	bool poll_failed;	/* ibv_poll_cq failed before: logged once */
@@ -238,6 +240,9 @@ void dp_deliver_early(struct pc_worker *w, struct conn *c);
 void dp_drop_early(struct pc_worker *w, struct conn *c);
 struct conn *dp_conn_of_qpn(struct pc_worker *w, uint32_t qpn);
 void msg_bind(struct msg *m, struct conn *c);
+
+/* keepalive.c (worker thread) */
+void ka_tick(struct pc_worker *w, bool idle);
 
 /* drain.c (worker thread) */
 void drain_begin(struct pc_worker *w, struct conn *c);

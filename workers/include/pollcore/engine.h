@@ -165,6 +165,9 @@ struct pc_op {
 	uint64_t priv[4];
 };
 
+/* pc_engine_params.keepalive_ms: no probes. */
+#define PC_KEEPALIVE_OFF UINT32_MAX
+
 enum pc_conn_event {
 	PC_CONN_UP = 1,		/* established; sending allowed */
 	PC_CONN_DOWN,		/* closed and drained; no more callbacks for it */
@@ -230,6 +233,14 @@ struct pc_device_params {
  *                        share what receives and drain markers leave).
  * @idle: PC_IDLE_BUSY (default) or PC_IDLE_HYBRID.
  * @idle_spins: empty turns before sleeping (hybrid), default 1000.
+ * @keepalive_ms: a connection on which nothing arrived for between this
+ *                and twice this long gets a probe: its credit word written
+ *                again to the peer (8 bytes, answered by the peer's NIC, not
+ *                its CPU). A peer that vanished without a disconnect (a
+ *                crash, a lost DREQ during a link outage) fails the probe
+ *                after the QP's retries, and the connection closes, DOWN
+ *                saying so ("retry counter exceeded"). Default 2000;
+ *                PC_KEEPALIVE_OFF disables it. Not for raw peers.
  * @no_numa: do not bind workers or allocate NUMA-local memory (then no
  *           placement override may be given).
  * @housekeeping_pus: PUs kept free of planned workers for the rest of the
@@ -273,6 +284,7 @@ struct pc_engine_params {
 	uint32_t max_conns_per_worker;
 	enum pc_idle idle;
 	uint32_t idle_spins;
+	uint32_t keepalive_ms;
 	bool no_numa;
 	const char *housekeeping_pus;
 	int (*choose_worker)(const char *device, unsigned int nworkers, void *arg);
