@@ -232,16 +232,19 @@ START_TEST(test_unknown_req_id)
 END_TEST
 
 /*
- * Forty peers each send one message beyond the credits they were granted
- * (the application holds their buffers, so no grant can come back). Each
- * must be closed, and the server must not lose grant room for good: a
- * fresh connection afterwards gets credits and flows (defect 3: drain_begin
- * wraps and leaks one credit per overrunning peer).
+ * Twenty peers each send one message beyond the credits they were granted
+ * (the application holds their buffers, so grants stop growing). Each must
+ * be closed, and the server must not lose grant room for good (defect 3:
+ * drain_begin wrapped and leaked one credit per overrunning peer): once
+ * they are gone, the credits the server counts outstanding are no more
+ * than its live connections can hold (a window each), and a fresh
+ * connection gets credits and flows.
  */
 START_TEST(test_over_credits)
 {
 	static const char *const why[] = { "credit", NULL };
-	unsigned int i, n = 40, closed = 0, fresh_echoes = 300;
+	unsigned int i, n = 20, closed = 0, fresh_echoes = 300, live;
+	struct pc_worker_stats st;
 	uint32_t recv0;
 	int fresh;
 
@@ -297,6 +300,14 @@ START_TEST(test_over_credits)
 		EXPECT(fcli_wait_recv(cli, 1, fresh_echoes, 60000),
 		       "a fresh connection after %u over-credit peers got %u of %u echoes in 60 s "
 		       "(grant room leaked?)", n, atomic_load(&cli->g[1].recv), fresh_echoes);
+	live = fengine_conns(srv->e);
+	pc_engine_stats(srv->e, 0, &st);
+	printf("after %u over-credit peers: %u live connections, credits_out %u (at most %u), "
+	       "srq_outstanding %u\n", n, live, st.credits_out, live * SRV_WINDOW,
+	       st.srq_outstanding);
+	EXPECT(st.credits_out <= live * SRV_WINDOW, "after %u over-credit peers the server counts "
+	       "%u credits outstanding, more than its %u live connections can hold (%u): grant "
+	       "room leaked", n, st.credits_out, live, live * SRV_WINDOW);
 	hostile_end(n);
 }
 END_TEST
