@@ -73,10 +73,12 @@ void dp_credited_leave(struct pc_worker *w, struct conn *c)
 	c->grant_pending = 0;
 }
 
-void conn_request_close(struct conn *c, struct ctl_inbox *control)
+void conn_request_close(struct conn *c, struct ctl_inbox *control, int err, const char *why)
 {
 	(void)c;
 	(void)control;
+	(void)err;
+	(void)why;
 }
 
 void ctl_post(struct ctl_inbox *in, struct conn *c, enum ctl_kind kind)

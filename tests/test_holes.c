@@ -7,7 +7,9 @@
  *  - a response to a request that is not in flight closes its connection;
  *  - sends accepted and then dropped by a close are counted, never silent;
  *  - an async event on the application's own SRQ, on the device context the
- *    engines share, is left alone (its srq_context is not a worker).
+ *    engines share, is left alone (its srq_context is not a worker);
+ *  - ibv_poll_cq() failing on every turn is counted every time and logged
+ *    once per worker, and the worker carries on when it stops failing.
  */
 #include <pollcore/engine.h>
 
@@ -294,6 +296,108 @@ START_TEST(test_close_counts_dropped)
 }
 END_TEST
 
+/* --- ibv_poll_cq() failing ------------------------------------------------------------ */
+
+/*
+ * ibv_poll_cq() is an inline call through the context's ops, which the
+ * engines share with this test (librdmacm opens each device once per
+ * process): a wrapper installed before the engines start makes pollcore's
+ * CQs (their cq_context is the worker; the test's own have none) fail while
+ * poll_fail_left lasts.
+ */
+static int (*real_poll_cq)(struct ibv_cq *cq, int n, struct ibv_wc *wc);
+static atomic_int poll_fail_left;
+static atomic_uint poll_failed, poll_logged;
+
+static int failing_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
+{
+	if (cq->cq_context && atomic_fetch_sub(&poll_fail_left, 1) > 0) {
+		atomic_fetch_add(&poll_failed, 1);
+		return -1;
+	}
+	return real_poll_cq(cq, n, wc);
+}
+
+static void count_poll_logs(enum pc_log_level level, const char *msg, void *arg)
+{
+	(void)arg;
+	if (strstr(msg, "ibv_poll_cq failed"))
+		atomic_fetch_add(&poll_logged, 1);
+	fprintf(stderr, "pollcore %d: %s\n", (int)level, msg);
+}
+
+static uint64_t poll_errors(struct pc_engine *e, unsigned int *workers_hit)
+{
+	struct pc_worker_stats ws;
+	uint64_t n = 0;
+	unsigned int i;
+
+	for (i = 0; i < pc_engine_nworkers(e); i++) {
+		ck_assert_int_eq(pc_engine_stats(e, i, &ws), 0);
+		n += ws.poll_errors;
+		*workers_hit += ws.poll_errors > 0;
+	}
+	return n;
+}
+
+/*
+ * 20,000 failed polls over the server's and the client's workers: each is
+ * counted in poll_errors, exactly; the log says it once per worker hit, not
+ * once per turn; afterwards both carry 100 more requests and answers.
+ */
+START_TEST(test_poll_errors_said_once)
+{
+	enum { FAILS = 20000 };
+	struct ibv_context **ctxs, *ctx = NULL;
+	struct pc_engine *srv, *cli;
+	unsigned int i, hit = 0;
+	uint64_t errs, end;
+	struct pc_conn *c;
+	int n = 0;
+
+	ctxs = rdma_get_devices(&n);
+	for (i = 0; ctxs && i < (unsigned int)n; i++)
+		if (!strcmp(ibv_get_device_name(ctxs[i]->device), pc_test_device()))
+			ctx = ctxs[i];
+	ck_assert_msg(ctx, "%s: no rdma_cm context", pc_test_device());
+	real_poll_cq = ctx->ops.poll_cq;
+	ctx->ops.poll_cq = failing_poll_cq;
+	pc_log_set_sink(count_poll_logs, NULL);
+
+	pair(&srv, &cli);
+	c = connect_one(srv, cli);
+	ck_assert_int_eq(send_one(c, true), 0);
+	wait_for(&cli_msgs, 1, 30);
+	ck_assert_uint_eq(atomic_load(&cli_msgs), 1);
+	ck_assert_uint_eq(poll_errors(srv, &hit) + poll_errors(cli, &hit), 0);
+
+	atomic_store(&poll_fail_left, FAILS);
+	end = pc_test_now_ms() + 60000;
+	while (atomic_load(&poll_fail_left) > 0 && pc_test_now_ms() < end)
+		usleep(1000);
+	ck_assert_int_le(atomic_load(&poll_fail_left), 0);
+	hit = 0;
+	errs = poll_errors(srv, &hit) + poll_errors(cli, &hit);
+	printf("ibv_poll_cq failed %u times: poll_errors %llu over %u workers, logged %u times\n",
+	       atomic_load(&poll_failed), (unsigned long long)errs, hit, atomic_load(&poll_logged));
+	ck_assert_uint_eq(atomic_load(&poll_failed), FAILS);
+	ck_assert_uint_eq(errs, FAILS);
+	ck_assert_uint_ge(hit, 1);
+	ck_assert_uint_eq(atomic_load(&poll_logged), hit);
+
+	/* and the data path carries on */
+	for (i = 0; i < 100; i++)
+		ck_assert_int_eq(send_one(c, true), 0);
+	wait_for(&cli_msgs, 101, 60);
+	ck_assert_uint_eq(atomic_load(&cli_msgs), 101);
+	pc_engine_destroy(cli);
+	pc_engine_destroy(srv);
+	pc_log_set_sink(NULL, NULL);
+	ctx->ops.poll_cq = real_poll_cq;
+	rdma_free_devices(ctxs);
+}
+END_TEST
+
 /* --- the application's own verbs objects on the shared device context ---------------- */
 
 static void cm_expect(struct rdma_event_channel *ch, enum rdma_cm_event_type want)
@@ -435,5 +539,6 @@ int main(void)
 	ADD(unknown_response_closes);
 	ADD(close_counts_dropped);
 	ADD(foreign_srq_event_ignored);
+	ADD(poll_errors_said_once);
 	return pc_test_run(s);
 }

@@ -27,11 +27,18 @@ void ctl_post(struct ctl_inbox *in, struct conn *c, enum ctl_kind kind)
 	in->wake(in->wake_arg);
 }
 
-/* Any thread; only the first request of a conn is posted. */
-void conn_request_close(struct conn *c, struct ctl_inbox *control)
+/*
+ * Any thread; only the first request of a conn is posted, with its reason
+ * (@err, and @why: a static string, or NULL when the worker has its own).
+ */
+void conn_request_close(struct conn *c, struct ctl_inbox *control, int err, const char *why)
 {
-	if (!atomic_exchange(&c->close_req, true))
-		ctl_post(control, c, CTL_CLOSE_REQ);
+	if (atomic_exchange(&c->close_req, true))
+		return;
+	/* published to the control thread by ctl_post() */
+	c->req_err = err;
+	c->req_why = why;
+	ctl_post(control, c, CTL_CLOSE_REQ);
 }
 
 /* --- the table ------------------------------------------------------------------------- */

@@ -249,6 +249,9 @@ struct conn {
 	uint32_t max_inline;
 
 	struct pc_worker *w pc_cache_aligned;
+	bool probe;		/* keepalive: write the credit word again, granted or not */
+	uint8_t ka_idle;	/* keepalive scans that saw nothing arrive (keepalive.c) */
+	uint64_t ka_recv;	/* msgs_recv at the last scan */
 	uint32_t qpn;
 	uint32_t backlog;
 	struct conn *dirty_next;
@@ -279,6 +282,8 @@ struct conn {
 	bool marker_done;
 	atomic_bool last_wqe;	/* set by the control thread on IBV_EVENT_QP_LAST_WQE_REACHED */
 	struct conn *drain_next;
+	/* why it closed: pc_last_error() when DOWN is delivered, and the log (drain.c) */
+	char close_why[160];
 
 	/* cold: control thread */
 	struct pc_engine *e;		/* opaque here: for the control thread and the API */
@@ -305,7 +310,14 @@ struct conn {
 	uint64_t connect_deadline_ns;	/* control: pc_connect()'s timeout */
 	uint32_t connect_timeout_ms;
 	struct conn *connecting_next;	/* control: e->connecting list */
-	int close_err;
+	int close_err;			/* worker (drain.c); control reads it after RETIRE */
+	/*
+	 * Why it closes, for DOWN (close_why): written by the control thread
+	 * before it posts CTL_CLOSE (ctl_*), and by whoever wins close_req
+	 * before it posts CTL_CLOSE_REQ (req_*). Static strings.
+	 */
+	int ctl_err, req_err;
+	const char *ctl_why, *req_why;
 
 	/*
 	 * Written by application threads; own cache line, so their RMWs never
@@ -370,7 +382,7 @@ static inline uint32_t conn_refs(const struct conn *c)
 /* conn.c */
 struct conn *conn_alloc(void);
 void ctl_post(struct ctl_inbox *in, struct conn *c, enum ctl_kind kind);
-void conn_request_close(struct conn *c, struct ctl_inbox *control);
+void conn_request_close(struct conn *c, struct ctl_inbox *control, int err, const char *why);
 struct conn *conn_lookup(struct cds_lfht *table, uint32_t qpn);
 void conn_table_add(struct cds_lfht *table, struct conn *c);
 void conn_table_del(struct cds_lfht *table, struct conn *c);

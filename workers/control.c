@@ -96,7 +96,8 @@ static struct pc_worker *pick_worker(struct pc_engine *e, struct ibv_context *ct
 		unsigned int n = atomic_load(&w->nconns);
 		enum credit_verdict v;
 
-		if (w->dev->ctx != ctx || (want >= 0 && (unsigned int)want != i))
+		if (w->dev->ctx != ctx || !engine_dev_usable(e, w->dev) ||
+		    (want >= 0 && (unsigned int)want != i))
 			continue;
 		v = credit_admit(&w->lim, &w->adm, raw);
 		if (v != CREDIT_ADMIT) {
@@ -113,6 +114,9 @@ static struct pc_worker *pick_worker(struct pc_engine *e, struct ibv_context *ct
 	}
 	if (!best && refused)
 		refusal(refused, why, raw);
+	else if (!best && engine_dev_gone(e, ctx))
+		pc_set_error(-ENODEV, "%s: this device was removed while the engine ran; the engine "
+			     "no longer uses it (a new engine will)", engine_dev_gone(e, ctx));
 	else if (!best)
 		pc_set_error(-EBUSY, "%s: no worker %d on this device", ibv_get_device_name(ctx->device),
 			     want);
@@ -164,13 +168,18 @@ static void conn_destroy_unattached(struct conn *c, int err)
 	conn_free_now(c);
 }
 
-static void conn_begin_close(struct conn *c, int err)
+/*
+ * Closes @c for @err (0: a normal close), @why saying it in words for its
+ * DOWN (a static string; NULL: strerror(@err)).
+ */
+static void conn_begin_close(struct conn *c, int err, const char *why)
 {
 	if (c->closing)
 		return;
 	c->closing = true;
-	if (!c->close_err)
-		c->close_err = err;
+	/* read by the worker once it takes CTL_CLOSE */
+	c->ctl_err = err;
+	c->ctl_why = why;
 	if (!c->attached) {
 		conn_destroy_unattached(c, err ? err : -ECONNABORTED);
 		return;
@@ -178,6 +187,11 @@ static void conn_begin_close(struct conn *c, int err)
 	/* moves the QP to ERR and tells the peer; the worker drains */
 	rdma_disconnect(c->id);
 	ctl_post(&c->w->inbox, c, CTL_CLOSE);
+}
+
+void control_close_conn(struct conn *c, int err, const char *why)
+{
+	conn_begin_close(c, err, why);
 }
 
 static void conn_retire(struct pc_engine *e, struct conn *c)
@@ -190,6 +204,9 @@ static void conn_retire(struct pc_engine *e, struct conn *c)
 	rdma_destroy_qp(c->id);
 	rdma_destroy_id(c->id);
 	c->id = NULL;
+	/* now, not with the memory: its device may have to be closed before that */
+	if (c->credit_mr && !ibv_dereg_mr(c->credit_mr))
+		c->credit_mr = NULL;
 	atomic_fetch_sub(&e->live_conns, 1);
 	/* readers (workers, tools) may still hold it until their next quiescent state */
 	conn_free_rcu(c);
@@ -245,7 +262,7 @@ static void on_connect_request(struct pc_engine *e, struct rdma_cm_event *ev)
 	if (ret) {
 		reject(id);
 		if (c->attached)
-			conn_begin_close(c, ret);
+			conn_begin_close(c, ret, NULL);
 		else
 			conn_destroy_unattached(c, ret);
 		return;
@@ -261,7 +278,7 @@ static void on_connect_request(struct pc_engine *e, struct rdma_cm_event *ev)
 	param.retry_count = 7;
 	if (rdma_accept(id, &param)) {
 		pc_warn("%s qp 0x%x: rdma_accept: %s", w->dev->name, c->qpn, strerror(errno));
-		conn_begin_close(c, -errno);
+		conn_begin_close(c, -errno, NULL);
 		return;
 	}
 	pc_debug("%s qp 0x%x: accepted on %s (%s peer)", w->dev->name, c->qpn, w->name,
@@ -277,14 +294,16 @@ static void on_route_resolved(struct pc_engine *e, struct conn *c)
 
 	w = pick_worker(e, c->id->verbs, c->want_worker, false);
 	if (!w) {
-		conn_begin_close(c, -EBUSY);
+		/* answered now, while pc_last_error() is pick_worker()'s */
+		conn_connect_done(c, engine_dev_gone(e, c->id->verbs) ? -ENODEV : -EBUSY);
+		conn_begin_close(c, -EBUSY, NULL);
 		return;
 	}
 	/* credits come from the worker once up, on both sides */
 	c->window = e->p.window;
 	ret = conn_attach(e, c, w);
 	if (ret) {
-		conn_begin_close(c, ret);
+		conn_begin_close(c, ret, NULL);
 		return;
 	}
 	cm_fill_priv(c, &priv);
@@ -296,7 +315,7 @@ static void on_route_resolved(struct pc_engine *e, struct conn *c)
 	param.retry_count = 7;
 	if (rdma_connect(c->id, &param)) {
 		pc_set_error(-errno, "%s: rdma_connect: %s", w->dev->name, strerror(errno));
-		conn_begin_close(c, -errno);
+		conn_begin_close(c, -errno, NULL);
 	}
 }
 
@@ -324,7 +343,7 @@ static void on_cm_event(struct pc_engine *e, struct rdma_cm_event *ev)
 		break;
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
 		if (rdma_resolve_route(ev->id, 2000))
-			conn_begin_close(c, -errno);
+			conn_begin_close(c, -errno, NULL);
 		break;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
 		on_route_resolved(e, c);
@@ -341,7 +360,7 @@ static void on_cm_event(struct pc_engine *e, struct rdma_cm_event *ev)
 			if (err < 0) {
 				/* answered now, while pc_last_error() is still ours */
 				conn_connect_done(c, err);
-				conn_begin_close(c, err);
+				conn_begin_close(c, err, NULL);
 				break;
 			}
 			c->peer_raw = false;
@@ -368,12 +387,17 @@ static void on_cm_event(struct pc_engine *e, struct rdma_cm_event *ev)
 		if (c && !c->passive)
 			conn_connect_done(c, err);
 		if (c)
-			conn_begin_close(c, err);
+			conn_begin_close(c, err, NULL);
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
-	case RDMA_CM_EVENT_DEVICE_REMOVAL:
 		if (c)
-			conn_begin_close(c, 0);
+			conn_begin_close(c, 0, "disconnected (RDMA_CM_EVENT_DISCONNECTED: the peer "
+					 "closed, or its QP failed)");
+		break;
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		engine_dev_lost(e, ev->id->verbs, "RDMA_CM_EVENT_DEVICE_REMOVAL");
+		if (c)
+			conn_begin_close(c, -ENODEV, "device removed (RDMA_CM_EVENT_DEVICE_REMOVAL)");
 		break;
 	default:
 		pc_debug("rdma_cm: %s", rdma_event_str(ev->event));
@@ -443,6 +467,20 @@ static struct pc_worker *own_worker(struct ibv_srq *srq)
 	return NULL;
 }
 
+/* Every engine on @ctx loses that device (whichever control thread read the event). */
+static void device_fatal(struct ibv_context *ctx)
+{
+	struct pc_engine *e;
+	unsigned int d;
+
+	for (e = engines; e; e = e->next_engine)
+		for (d = 0; d < e->ndevs; d++)
+			if (e->devs[d]->ctx == ctx) {
+				atomic_store(&e->dlife[d].fatal, true);
+				control_wake(e);
+			}
+}
+
 /* With engines_lock held. */
 static void on_async_event(struct pc_dev *d, struct ibv_async_event *ev)
 {
@@ -474,11 +512,14 @@ static void on_async_event(struct pc_dev *d, struct ibv_async_event *ev)
 			goto foreign;
 		pc_err("%s port %u qp 0x%x: %s; closing the connection", d->name, d->port,
 		       ev->element.qp->qp_num, ibv_event_type_str(ev->event_type));
-		conn_request_close(c, &c->e->inbox);
+		conn_request_close(c, &c->e->inbox, -EIO, ibv_event_type_str(ev->event_type));
+		break;
+	case IBV_EVENT_DEVICE_FATAL:
+		pc_err("%s port %u: %s", d->name, d->port, ibv_event_type_str(ev->event_type));
+		device_fatal(d->ctx);
 		break;
 	case IBV_EVENT_SRQ_ERR:
 	case IBV_EVENT_CQ_ERR:
-	case IBV_EVENT_DEVICE_FATAL:
 		pc_err("%s port %u: %s", d->name, d->port, ibv_event_type_str(ev->event_type));
 		break;
 	default:
@@ -520,7 +561,7 @@ static void connect_deadlines(struct pc_engine *e)
 			pc_set_error(-ETIMEDOUT, "address or route not resolved within %u ms",
 				     c->connect_timeout_ms);
 		conn_connect_answer(r, -ETIMEDOUT);
-		conn_begin_close(c, -ETIMEDOUT);
+		conn_begin_close(c, -ETIMEDOUT, NULL);
 	}
 }
 
@@ -539,7 +580,7 @@ static void conn_start_connect(struct pc_engine *e, struct conn *c)
 		ret = pc_set_error(pc_neg_errno(-1), "rdma_resolve_addr: %s", strerror(errno));
 	rdma_freeaddrinfo(res);
 	if (ret)
-		conn_begin_close(c, ret);
+		conn_begin_close(c, ret, NULL);
 }
 
 /* --- the thread ----------------------------------------------------------------------- */
@@ -555,7 +596,7 @@ static void ctl_requests(struct pc_engine *e)
 		if (m->kind == CTL_CONNECT)
 			conn_start_connect(e, m->conn);
 		else if (m->kind == CTL_CLOSE_REQ)
-			conn_begin_close(m->conn, 0);
+			conn_begin_close(m->conn, m->conn->req_err, m->conn->req_why);
 		else if (m->kind == CTL_RETIRE)
 			conn_retire(e, m->conn);
 	}
@@ -575,8 +616,10 @@ static void *ctl_main(void *arg)
 
 		pfd[0] = (struct pollfd){ .fd = e->ch->fd, .events = POLLIN };
 		pfd[1] = (struct pollfd){ .fd = e->ctl_efd, .events = POLLIN };
+		/* a lost device's context may be closed: its fd is not ours any more */
 		for (i = 0; i < e->ndevs; i++)
-			pfd[2 + i] = (struct pollfd){ .fd = e->devs[i]->ctx->async_fd,
+			pfd[2 + i] = (struct pollfd){ .fd = e->dlife[i].state == DEV_OK ?
+							    e->devs[i]->ctx->async_fd : -1,
 						      .events = POLLIN };
 		qsbr_offline();
 		poll(pfd, e->ndevs + 2, 100);
@@ -599,7 +642,8 @@ static void *ctl_main(void *arg)
 		for (i = 0; i < e->ndevs; i++) {
 			struct ibv_async_event aev;
 
-			while (ibv_get_async_event(e->devs[i]->ctx, &aev) == 0) {
+			while (e->dlife[i].state == DEV_OK &&
+			       ibv_get_async_event(e->devs[i]->ctx, &aev) == 0) {
 				pthread_mutex_lock(&engines_lock);
 				on_async_event(e->devs[i], &aev);
 				pthread_mutex_unlock(&engines_lock);
@@ -609,6 +653,7 @@ static void *ctl_main(void *arg)
 		ctl_requests(e);
 		if (e->connecting)
 			connect_deadlines(e);
+		engine_dev_poll(e);
 		qsbr_quiescent();
 	}
 	/* conns freed with call_rcu must be gone before the engine is */
@@ -631,6 +676,7 @@ int control_start(struct pc_engine *e)
 	if (!e->ch)
 		return pc_set_error(pc_neg_errno(-1), "rdma_create_event_channel: %s",
 				    strerror(errno));
+	engine_dev_watch(e);
 	ret = set_nonblock(e->ch->fd);
 	for (i = 0; !ret && i < e->ndevs; i++)
 		ret = set_nonblock(e->devs[i]->ctx->async_fd);

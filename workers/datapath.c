@@ -280,12 +280,15 @@ static void dp_recv(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
 		if (wc->status != IBV_WC_WR_FLUSH_ERR)
 			STAT_ADD(w->st.wc_errors, 1);
 		pc_pool_put(rx_pool(w, m), m->buf);
-		if (c && wc->status != IBV_WC_WR_FLUSH_ERR)
+		if (c && wc->status != IBV_WC_WR_FLUSH_ERR) {
+			char what[96] = "RECV";
+
 			/* rxe reports a message longer than the receive as LOC_QP_OP_ERR */
-			drain_fail(w, c, pc_wc_error(w->dev, wc,
-						     wc->status == IBV_WC_LOC_LEN_ERR ||
-						     wc->status == IBV_WC_LOC_QP_OP_ERR ?
-						     "RECV (a message longer than msg_size?)" : "RECV"));
+			if (wc->status == IBV_WC_LOC_LEN_ERR || wc->status == IBV_WC_LOC_QP_OP_ERR)
+				snprintf(what, sizeof(what), "RECV (message too long? at most %u bytes "
+					 "are accepted)", p->msg_size + (c->raw ? 0 : HDR));
+			drain_fail(w, c, pc_wc_error(w->dev, wc, what));
+		}
 		return;
 	}
 	if (pc_unlikely(!c || c->state >= CONN_DRAINED)) {
@@ -768,10 +771,12 @@ static void flush_conn(struct pc_worker *w, struct conn *c)
 	if (!c->raw) {
 		if (c->grant_pending)
 			credits_grant(w, c);
-		/* a new grant rides on the first message sent (wire_hdr.grant), else waits a little */
-		if (c->granted != c->granted_published && !grant_rides(c, space) && space &&
-		    grant_due(c)) {
+		/* a new grant rides on the first message sent (wire_hdr.grant), else waits a
+		 * little; a keepalive probe writes the word at once */
+		if (space && (c->probe || (c->granted != c->granted_published &&
+					   !grant_rides(c, space) && grant_due(c)))) {
 			add_credit(w, c);
+			c->probe = false;
 			space--;
 			STAT_ADD(w->st.credit_writes, 1);
 		}
@@ -830,9 +835,9 @@ void dp_flush(struct pc_worker *w)
 		c->dirty = false;
 		if (c->state == CONN_UP)
 			flush_conn(w, c);
-		/* waiting for credits, for SRQ room to grant, or for a send to carry a grant */
-		if (c->state == CONN_UP &&
-		    (c->bl_head || c->grant_pending || c->granted != c->granted_published))
+		/* waiting for credits, SRQ room, a send to carry a grant, or a probe to go */
+		if (c->state == CONN_UP && (c->bl_head || c->grant_pending || c->probe ||
+					    c->granted != c->granted_published))
 			dp_mark_dirty(w, c);
 		c = next;
 	}

@@ -25,14 +25,34 @@
 
 static void sq_abandon(struct pc_worker *w, struct conn *c);
 
+/* @c failed on this worker with @err; pc_last_error() says why (kept for its DOWN). */
 void drain_fail(struct pc_worker *w, struct conn *c, int err)
 {
 	if (c->state >= CONN_DRAINING)
 		return;
 	if (!c->close_err)
 		c->close_err = err;
+	snprintf(c->close_why, sizeof(c->close_why), "%s", pc_last_error());
+	if (!c->close_why[0])
+		snprintf(c->close_why, sizeof(c->close_why), "%s port %u qp 0x%x: %s", w->dev->name,
+			 w->dev->port, c->qpn, strerror(-err));
 	drain_begin(w, c);
-	conn_request_close(c, w->control);
+	conn_request_close(c, w->control, err, NULL);
+}
+
+/*
+ * The control thread's reason, taken when it asked for the close (CTL_CLOSE
+ * orders its ctl_* fields); drain_fail() has set the worker's own before.
+ */
+static void take_ctl_reason(struct pc_worker *w, struct conn *c)
+{
+	if (c->close_why[0])
+		return;
+	if (!c->close_err)
+		c->close_err = c->ctl_err;
+	snprintf(c->close_why, sizeof(c->close_why), "%s port %u qp 0x%x: %s", w->dev->name,
+		 w->dev->port, c->qpn, c->ctl_why ? c->ctl_why :
+		 c->ctl_err ? strerror(-c->ctl_err) : "closed");
 }
 
 static void backlog_cancel(struct pc_worker *w, struct conn *c)
@@ -68,6 +88,7 @@ void drain_begin(struct pc_worker *w, struct conn *c)
 
 	if (c->state >= CONN_DRAINING)
 		return;
+	take_ctl_reason(w, c);
 	c->was_up = c->state == CONN_UP;
 	conn_set_state(c, CONN_DRAINING);
 	ret = qp_to_err(w->dev, c->qp);
@@ -132,8 +153,7 @@ static bool drain_done(struct pc_worker *w, struct conn *c, uint64_t now)
 		rule = "flush marker + grace period (no LAST_WQE_REACHED from the provider)";
 	}
 	pc_info("%s port %u qp 0x%x: closed (%s); drain ended by %s; %llu accepted messages dropped",
-		w->dev->name, w->dev->port, c->qpn,
-		c->close_err ? strerror(-c->close_err) : "disconnect", rule,
+		w->dev->name, w->dev->port, c->qpn, c->close_why, rule,
 		(unsigned long long)c->msgs_dropped);
 	return true;
 }
@@ -159,8 +179,12 @@ void drain_poll(struct pc_worker *w)
 		if (c->rq_posted)
 			pc_warn("%s qp 0x%x: %u receives never flushed; their buffers are lost",
 				w->dev->name, c->qpn, c->rq_posted);
-		if (c->was_up && p->on_conn)
+		if (c->was_up && p->on_conn) {
+			/* DOWN's reason, in pc_last_error() (logged already) */
+			pc_set_errorl(PC_LOG_DEBUG, c->close_err ? c->close_err : -ECONNRESET, "%s",
+				      c->close_why);
 			p->on_conn((struct pc_conn *)c, PC_CONN_DOWN, p->arg);
+		}
 		STAT_ADD(w->st.conns, (uint32_t)-1);
 		drain_maybe_retire(w, c);
 	}

@@ -55,6 +55,7 @@ static int params_normalise(struct pc_engine_params *p)
 	DEFAULT(ring_size, 1024);
 	DEFAULT(max_conns_per_worker, 1024);
 	DEFAULT(idle_spins, 1000);
+	DEFAULT(keepalive_ms, 2000);
 	p->sq_depth = (uint32_t)pc_align_pow2(p->sq_depth);
 	p->ring_size = (uint32_t)pc_align_pow2(p->ring_size);
 	if ((uint64_t)p->srq_depth + p->raw_bufs > p->rx_bufs)
@@ -97,8 +98,9 @@ static int devices_open(struct pc_engine *e)
 		return pc_set_error(-EINVAL, "empty device list");
 	e->devs = calloc(e->ndevs, sizeof(*e->devs));
 	e->devnames = calloc(e->ndevs, sizeof(*e->devnames));
+	e->dlife = calloc(e->ndevs, sizeof(*e->dlife));
 	present = calloc(n > 0 ? (size_t)n : 1, sizeof(*present));
-	if (!e->devs || !e->devnames || !present) {
+	if (!e->devs || !e->devnames || !e->dlife || !present) {
 		free(present);
 		return -ENOMEM;
 	}
@@ -224,6 +226,7 @@ struct pc_engine *pc_engine_create(const struct pc_engine_params *params)
 	if (!e)
 		return NULL;
 	e->ctl_efd = -1;
+	pthread_mutex_init(&e->workers_lock, NULL);
 	e->p = *params;
 	ret = params_normalise(&e->p);
 	if (ret)
@@ -286,9 +289,9 @@ static unsigned int conns_attached(const struct pc_engine *e)
 	return n;
 }
 
-static void request_close(struct conn *c)
+static void request_close(struct conn *c, const char *why)
 {
-	conn_request_close(c, &c->e->inbox);
+	conn_request_close(c, &c->e->inbox, 0, why);
 }
 
 /* After the workers stopped: whatever is left is destroyed now. */
@@ -350,7 +353,7 @@ unsigned int pc_engine_for_each_conn(struct pc_engine *e, void (*fn)(struct pc_c
 static void visit_close(struct pc_conn *c, void *arg)
 {
 	(void)arg;
-	request_close((struct conn *)c);
+	request_close((struct conn *)c, "closed by pc_engine_destroy()");
 }
 
 static void visit_retire_left(struct pc_conn *c, void *arg)
@@ -386,8 +389,11 @@ static void close_all_and_stop_workers(struct pc_engine *e)
 		if (!all_drained(e))
 			pc_warn("%u connections did not drain within 10 s", conns_attached(e));
 	}
+	/* the control thread may be releasing a lost device's workers meanwhile */
+	pthread_mutex_lock(&e->workers_lock);
 	for (i = 0; i < e->nworkers; i++)
 		worker_stop(&e->workers[i]);
+	pthread_mutex_unlock(&e->workers_lock);
 	if (e->conns && e->ctl_started) {
 		pc_engine_for_each_conn(e, visit_retire_left, NULL);
 		wait_for(e, all_retired, 10000);
@@ -418,6 +424,8 @@ void pc_engine_destroy(struct pc_engine *e)
 	free(e->workers);
 	free(e->devnames);
 	free(e->devs);
+	free(e->dlife);
+	pthread_mutex_destroy(&e->workers_lock);
 	free(e);
 }
 
@@ -598,7 +606,7 @@ int pc_rdma(struct pc_conn *pconn, struct pc_op *op)
 
 int pc_close(struct pc_conn *pconn)
 {
-	request_close((struct conn *)pconn);
+	request_close((struct conn *)pconn, "closed by the application (pc_close)");
 	return 0;
 }
 

@@ -12,18 +12,34 @@
  *   conns (rculfhash)     | add / del      | lookup (RCU) | lookup (RCU)
  *   live_conns            | inc / dec      | -            | read
  *   connecting            | all            | -            | -
+ *   dlife[].state         | all            | -            | -
+ *   dlife[].fatal         | set, take      | -            | -  (any engine's control)
+ *   workers' stop/release | workers_lock   | -            | workers_lock (destroy)
  */
 #ifndef PC_ENGINE_PVT_H
 #define PC_ENGINE_PVT_H
 
 #include "worker_pvt.h"
 
+/* A device's life in the engine (devloss.c). */
+enum dev_state { DEV_OK = 0, DEV_LOST, DEV_RELEASED };
+
+struct dev_life {
+	enum dev_state state;
+	const char *what;	/* what said it was lost (static string) */
+	atomic_bool fatal;	/* IBV_EVENT_DEVICE_FATAL read by some engine's control thread */
+	bool watch;		/* its uverbs device was in sysfs at start: watch it go */
+};
+
 struct pc_engine {
 	struct pc_engine_params p;
 	char **devnames;
 	struct pc_dev **devs;
 	unsigned int ndevs;
-	struct ibv_context **cm_ctxs;	/* rdma_get_devices() */
+	struct ibv_context **cm_ctxs;	/* rdma_get_devices(); refreshed when a device is released */
+	struct dev_life *dlife;		/* per device */
+	uint64_t devcheck_ns;
+	pthread_mutex_t workers_lock;
 	struct pc_worker *workers;
 	unsigned int nworkers;
 	struct pc_topo *topo;
@@ -52,5 +68,13 @@ struct pc_engine {
 int control_start(struct pc_engine *e);
 void control_publish(struct pc_engine *e);
 void control_stop(struct pc_engine *e);
+void control_close_conn(struct conn *c, int err, const char *why);
+
+/* devloss.c (control thread) */
+void engine_dev_lost(struct pc_engine *e, struct ibv_context *ctx, const char *what);
+void engine_dev_poll(struct pc_engine *e);
+void engine_dev_watch(struct pc_engine *e);
+bool engine_dev_usable(const struct pc_engine *e, const struct pc_dev *dev);
+const char *engine_dev_gone(const struct pc_engine *e, struct ibv_context *ctx);
 
 #endif /* PC_ENGINE_PVT_H */

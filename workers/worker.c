@@ -239,20 +239,45 @@ static void worker_reclaim(struct pc_worker *w)
 	}
 }
 
+static void pool_dereg(struct pc_pool *pool)
+{
+	if (pool && pool->mr && !ibv_dereg_mr(pool->mr))
+		pool->mr = NULL;
+}
+
+/*
+ * The worker's verbs objects, once no QP uses them; its memory (pools,
+ * rings, stats) stays for whoever still reads it. @all: the pools' MRs
+ * too (pc_pool_destroy() deregisters those it still has).
+ */
+static void worker_release(struct pc_worker *w, bool all)
+{
+	if (w->cq_unacked)
+		ibv_ack_cq_events(w->cq, w->cq_unacked);
+	w->cq_unacked = 0;
+	if (w->srq)
+		ibv_destroy_srq(w->srq);
+	w->srq = NULL;
+	worker_reclaim(w);
+	if (w->cq)
+		ibv_destroy_cq(w->cq);
+	w->cq = NULL;
+	worker_destroy_domain(w);
+	if (w->ch)
+		ibv_destroy_comp_channel(w->ch);
+	w->ch = NULL;
+	if (all) {
+		pool_dereg(w->rx);
+		pool_dereg(w->tx);
+		pool_dereg(w->raw);
+	}
+}
+
 static void worker_teardown(struct pc_worker *w)
 {
 	unsigned int i;
 
-	if (w->cq_unacked)
-		ibv_ack_cq_events(w->cq, w->cq_unacked);
-	if (w->srq)
-		ibv_destroy_srq(w->srq);
-	worker_reclaim(w);
-	if (w->cq)
-		ibv_destroy_cq(w->cq);
-	worker_destroy_domain(w);
-	if (w->ch)
-		ibv_destroy_comp_channel(w->ch);
+	worker_release(w, false);
 	if (w->efd >= 0)
 		close(w->efd);
 	for (i = 0; w->chans && i < w->nchans; i++)
@@ -461,6 +486,8 @@ static unsigned int worker_turn(struct pc_worker *w, const struct pc_engine_para
 	work += worker_apply_ctl(w);
 	if (w->draining)
 		drain_poll(w);
+	/* 7. probes for connections on which nothing arrived */
+	ka_tick(w, !work);
 	return work;
 }
 
@@ -491,7 +518,7 @@ static void *worker_main(void *arg)
 			w->empty_turns = 0;
 			worker_sleep(w);
 		}
-		/* 7. quiescent state: conns retired before now may be freed */
+		/* 8. quiescent state: conns retired before now may be freed */
 		qsbr_quiescent();
 	}
 	qsbr_unregister();
@@ -537,9 +564,24 @@ void worker_stop(struct pc_worker *w)
 {
 	uint64_t one = 1;
 
+	if (w->joined)
+		return;
 	atomic_store(&w->stop, 1);
 	(void)!write(w->efd, &one, sizeof(one));
 	pthread_join(w->thread, NULL);
+	w->joined = true;
+}
+
+/*
+ * Its device is gone (removed): stops the thread and gives back every verbs
+ * object it holds, so that the device can be closed; what app threads may
+ * still read (stats, rings) stays until worker_destroy(). Control thread,
+ * once none of its connections is left.
+ */
+void worker_release_device(struct pc_worker *w)
+{
+	worker_stop(w);
+	worker_release(w, true);
 }
 
 void worker_destroy(struct pc_worker *w)

@@ -157,6 +157,8 @@ struct pc_worker {
 	unsigned int next_slot;
 	uint32_t empty_turns;
 	uint32_t cq_unacked;
+	uint32_t ka_turns;	/* turns since the clock was last read for keepalive */
+	uint64_t ka_next_ns;	/* next keepalive scan */
 	bool wr_ex;		/* post with ibv_wr_* (ibv_qp_ex) */
 	bool srq_rearm;		/* SRQ limit fired: re-arm it once refilled */
 	bool poll_failed;	/* ibv_poll_cq failed before: logged once */
@@ -186,6 +188,8 @@ struct pc_worker {
 	struct cds_lfht *conns;
 	struct ctl_inbox *control;
 	bool must_bind;
+	bool joined;	/* worker_stop() done (engine's workers_lock) */
+	bool released;	/* its device is gone: verbs objects given back (devloss.c) */
 	int setup_err;
 	char name[16];
 	atomic_int ready;
@@ -217,6 +221,7 @@ extern __thread struct pc_worker *self_worker;
 /* worker.c */
 int worker_start(struct pc_worker *w, const struct worker_cfg *cfg);
 void worker_stop(struct pc_worker *w);
+void worker_release_device(struct pc_worker *w);
 void worker_destroy(struct pc_worker *w);
 void worker_wake(struct pc_worker *w);
 unsigned int worker_apply_ctl(struct pc_worker *w);
@@ -250,6 +255,9 @@ void dp_deliver_early(struct pc_worker *w, struct conn *c);
 void dp_drop_early(struct pc_worker *w, struct conn *c);
 struct conn *dp_conn_of_qpn(struct pc_worker *w, uint32_t qpn);
 void msg_bind(struct msg *m, struct conn *c);
+
+/* keepalive.c (worker thread) */
+void ka_tick(struct pc_worker *w, bool idle);
 
 /* drain.c (worker thread) */
 void drain_begin(struct pc_worker *w, struct conn *c);

@@ -57,6 +57,19 @@
  *    add one relaxed atomic increment, on a cache line of the connection
  *    that only application threads write. Nothing else on the hot path.
  *
+ * A device removed while the engine runs (rdma_cm's DEVICE_REMOVAL, the
+ * device's IBV_EVENT_DEVICE_FATAL, or its uverbs device gone from sysfs):
+ * every connection on it closes (DOWN with -ENODEV, "device removed"), the
+ * listener bound to it (if any) goes, and no new connection is admitted on
+ * it. Once every connection of the device is retired (its DOWN delivered
+ * and its messages given back), the engine destroys everything it has on
+ * the device and lets go of its context, so that the removal completes
+ * (rxe and other providers that cannot disassociate wait for that). Memory
+ * the application registered there with pc_mem_reg() must be deregistered
+ * by it. The engine does not use that device again, even when a device of
+ * the same name comes back (connections to it fail with ENODEV, saying
+ * so); a new engine does. The other devices are not affected.
+ *
  * Every function returns 0 or a negative errno (constructors: NULL with
  * errno set); pc_last_error() on the calling thread explains failures,
  * naming device, port, GID index, QP number and ibv_wc_status_str() where
@@ -152,6 +165,9 @@ struct pc_op {
 	uint64_t priv[4];
 };
 
+/* pc_engine_params.keepalive_ms: no probes. */
+#define PC_KEEPALIVE_OFF UINT32_MAX
+
 enum pc_conn_event {
 	PC_CONN_UP = 1,		/* established; sending allowed */
 	PC_CONN_DOWN,		/* closed and drained; no more callbacks for it */
@@ -223,6 +239,14 @@ struct pc_device_params {
  *                        share what receives and drain markers leave).
  * @idle: PC_IDLE_BUSY (default) or PC_IDLE_HYBRID.
  * @idle_spins: empty turns before sleeping (hybrid), default 1000.
+ * @keepalive_ms: a connection on which nothing arrived for between this
+ *                and twice this long gets a probe: its credit word written
+ *                again to the peer (8 bytes, answered by the peer's NIC, not
+ *                its CPU). A peer that vanished without a disconnect (a
+ *                crash, a lost DREQ during a link outage) fails the probe
+ *                after the QP's retries, and the connection closes, DOWN
+ *                saying so ("retry counter exceeded"). Default 2000;
+ *                PC_KEEPALIVE_OFF disables it. Not for raw peers.
  * @no_numa: do not bind workers or allocate NUMA-local memory (then no
  *           placement override may be given).
  * @housekeeping_pus: PUs kept free of planned workers for the rest of the
@@ -236,7 +260,10 @@ struct pc_device_params {
  * @on_conn: connection up/down, on the owning worker. Once DOWN returns the
  *           handle must not be named again (see "Lifetime" above); DOWN
  *           follows every UP, and no callback comes for a connection that
- *           never was UP.
+ *           never was UP. During DOWN, pc_last_error() says why it closed,
+ *           naming device, port and QP (the peer disconnected, pc_close(),
+ *           a protocol error of the peer, a failed completion, the device
+ *           removed, ...): the same reason as the log line of the close.
  * @on_msg: handler mode: a message arrived, on the owning worker; never
  *          before on_conn(UP) of its connection (messages that arrive
  *          earlier are held back until then).
@@ -264,6 +291,7 @@ struct pc_engine_params {
 	uint32_t max_conns_per_worker;
 	enum pc_idle idle;
 	uint32_t idle_spins;
+	uint32_t keepalive_ms;
 	bool no_numa;
 	const char *housekeeping_pus;
 	int (*choose_worker)(const char *device, unsigned int nworkers, void *arg);
