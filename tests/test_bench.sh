@@ -120,7 +120,7 @@ grep -q '^  latency    round trip p50' "$WORK/table" || die "no latency line: $(
 say "table: $(grep -E '^  (rate|check)' "$WORK/table" | tr -s ' ' | tr '\n' ';')"
 unserve
 # every connection the server saw: nothing missing, nothing out of order
-[ "$(grep -c 'closed: .* 0 out of order$' "$WORK/server")" = 12 ] ||
+[ "$(grep -c 'closed: .* 0 out of order$' "$WORK/server")" = 13 ] ||
 	die "server summary: $(grep closed: "$WORK/server")"
 
 # a server that loses count must make the client fail
