@@ -238,7 +238,7 @@ def svg_chart(sweep, width=720, panel_height=250):
 
     def panel(y0, series, kind, title, unit, fmt_value):
         vmax = max([v for _, _, _, pts in series for _, v in pts] or [1])
-        ticks = nice_ticks(vmax)
+        ticks = nice_ticks(vmax * 1.08)  # headroom: no point on the frame
         y_hi = ticks[-1]
 
         def y_of(v):
@@ -543,33 +543,35 @@ def parse_args(argv):
                                  description=__doc__.split("\n")[0].split(" - ")[1],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="\n".join(__doc__.split("\n")[2:]).split("This module")[0])
-    ap.add_argument("--device", action="append", help="sweep this device (repeatable); "
+    ap.add_argument("--device", action="append", metavar="NAME", help="sweep this device (repeatable); "
                     "default: every RDMA device")
     ap.add_argument("--addr", action="append", default=[], metavar="DEV=ADDR",
                     help="rdma_cm address on DEV (default: from its interface)")
     ap.add_argument("--quick", action="store_true", help="1 s runs")
-    ap.add_argument("--duration", type=float, default=5, help="seconds per run (default 5)")
-    ap.add_argument("--repeat", type=int, default=1, help="runs per point; the median counts")
-    ap.add_argument("--max-workers", type=int, default=0, help="stop the sweep there")
+    ap.add_argument("--duration", type=float, default=5, metavar="SECS", help="seconds per run (default 5)")
+    ap.add_argument("--repeat", type=int, default=1, metavar="R", help="runs per point; the median counts")
+    ap.add_argument("--max-workers", type=int, default=0, metavar="N", help="sweep at most N workers per device")
     ap.add_argument("--post-batch-list", type=_batches, metavar="B,B..",
                     help="also sweep the send post batch (client's main thread posting)")
-    ap.add_argument("--conns-per-worker", type=int, default=1, help="default 1")
-    ap.add_argument("--client-workers", type=int, default=0,
+    ap.add_argument("--conns-per-worker", type=int, default=1, metavar="K", help="connections per server worker (default 1)")
+    ap.add_argument("--client-workers", type=int, default=0, metavar="N",
                     help="client workers (default: as many as the server's)")
-    ap.add_argument("--size", type=int, default=64, help="message size, default 64")
-    ap.add_argument("--tolerance", type=float, default=5,
+    ap.add_argument("--size", type=int, default=64, metavar="BYTES", help="message size, default 64")
+    ap.add_argument("--tolerance", type=float, default=5, metavar="PCT",
                     help="%% of the best rate a recommendation may lose (default 5)")
-    ap.add_argument("--latency-tolerance", type=float, default=25,
+    ap.add_argument("--latency-tolerance", type=float, default=25, metavar="PCT",
                     help="%% above the lowest p99 (of the counts fast enough) a "
                     "recommendation may have (default 25)")
-    ap.add_argument("--out-svg", default="pollcore-tune.svg", help="chart (default "
+    ap.add_argument("--out-svg", default="pollcore-tune.svg", metavar="PATH", help="chart (default "
                     "pollcore-tune.svg; '' for none)")
-    ap.add_argument("--out-json", help="also write the sweep as JSON here")
+    ap.add_argument("--out-json", metavar="PATH", help="also write the sweep as JSON here")
     ap.add_argument("--json", action="store_true", help="print the JSON, not the table")
     ap.add_argument("--from", dest="from_json", metavar="SWEEP.json",
                     help="no runs: report on a saved sweep (tolerances: the options', if given)")
-    ap.add_argument("--bench", default=os.path.join(BUILD, "tools", "pollcore-bench"))
-    ap.add_argument("--topo", default=os.path.join(BUILD, "tools", "pollcore-topo"))
+    ap.add_argument("--bench", default=os.path.join(BUILD, "tools", "pollcore-bench"),
+                    metavar="PATH", help="pollcore-bench binary (default: build/tools)")
+    ap.add_argument("--topo", default=os.path.join(BUILD, "tools", "pollcore-topo"),
+                    metavar="PATH", help="pollcore-topo binary (default: build/tools)")
     ap.add_argument("--verbose", action="store_true", help="show each client's progress")
     a = ap.parse_args(argv)
     for name in ("repeat", "conns_per_worker", "size"):
