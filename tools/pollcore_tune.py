@@ -8,10 +8,10 @@
 For each RDMA device (or each --device) it sweeps the server's workers from 1
 up to the cores of the device's NUMA node (pollcore-topo, from numa/; a device
 with no locality information, like soft-RoCE in the VM, counts the machine's
-online CPUs, and the output says so). At each point it runs a pollcore-bench
-server on that device with --workers N, and a client with N connections (one
-per worker, --conns-per-worker for more), once in send mode (message rate)
-and once in rpc mode (p99 round trip), optionally for each post batch of
+online CPUs, and the output says so). At each point it starts a pollcore-bench
+server on that device with --workers N, and runs clients with N connections
+(one per worker, --conns-per-worker for more) against it, once in send mode
+(message rate) and once in rpc mode (p99 round trip), optionally for each post batch of
 --post-batch-list (send mode, the client's main thread posting). Every run
 must report "check": "ok"; anything else stops the sweep with the run's
 output.
@@ -386,7 +386,8 @@ def placement(topo, dev, workers):
     """Where the engine's default plan puts @workers workers of @dev, in words."""
     rc, plan, err = _topo(topo, ["--device", dev, "--workers", str(workers)])
     if rc:
-        return "unpinned: " + (err.splitlines()[-1] if err else f"no plan (exit {rc})")
+        why = err.splitlines()[-1] if err else f"no plan (exit {rc})"
+        return "unpinned: " + why.split("pollcore-topo: ", 1)[-1]
     pus = sorted(e["pu"] for e in plan["plan"])
     spilled = sum(1 for e in plan["plan"] if not e["local"])
     where = f"PUs {_pus_str(pus)}"
@@ -395,41 +396,66 @@ def placement(topo, dev, workers):
 
 # --- running pollcore-bench ------------------------------------------------------------------
 
-class Runner:
-    """Starts a pollcore-bench server and client per run, on ports of their own."""
+class Server:
+    """A pollcore-bench server with @workers workers on @dev, on a port of its own,
+    for every client run of one sweep point (a context manager); run() is one
+    client against it, stop() checks the server's own exit."""
 
-    def __init__(self, bench, tmp, verbose):
-        self.bench = bench
-        self.tmp = tmp
-        self.verbose = verbose
-        self.port = 19300 + os.getpid() % 500
-        self.runs = 0
+    port = 19300 + os.getpid() % 500
 
-    def run(self, dev, addr, workers, client_args, client_workers):
-        """One server with @workers workers on @dev and one client; returns its JSON."""
-        self.port += 1
-        self.runs += 1
-        log = os.path.join(self.tmp, f"server{self.runs}")
-        srv_cmd = [self.bench, "server", "--bind", addr, "--port", str(self.port),
-                   "--device", dev, "--workers", str(workers)]
-        with open(log, "w") as sf:
-            srv = subprocess.Popen(srv_cmd, stdout=sf, stderr=subprocess.STDOUT)
-        cmd = [self.bench, "client", addr, "--port", str(self.port), "--device", dev,
-               "--workers", str(client_workers), "--no-numa", "--json"] + client_args
+    def __init__(self, a, tmp, dev, addr, workers):
+        Server.port += 1
+        self.a, self.dev, self.addr = a, dev, addr
+        self.log = os.path.join(tmp, f"server-{dev}-{workers}")
+        self.cmd = [a.bench, "server", "--bind", addr, "--port", str(Server.port),
+                    "--device", dev, "--workers", str(workers)]
+        with open(self.log, "w") as f:
+            self.proc = subprocess.Popen(self.cmd, stdout=f, stderr=subprocess.STDOUT)
+
+    def __enter__(self):
         try:
-            self._wait_listening(srv, log, srv_cmd)
-            cli = subprocess.run(["timeout", str(RUN_TIMEOUT)] + cmd, stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True)
-        finally:
-            if srv.poll() is None:
-                srv.send_signal(signal.SIGTERM)
-                try:
-                    srv.wait(timeout=60)
-                except subprocess.TimeoutExpired:
-                    srv.kill()
-                    srv.wait()
-        with open(log) as f:
-            srv_out = f.read()
+            self._wait_listening()
+        except BaseException:
+            self._end()
+            raise
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        rc = self._end()
+        if exc_type is None and rc != 0:
+            raise TuneError(f"{' '.join(self.cmd)} exited {rc} after SIGTERM:\n{self._output()}")
+
+    def _output(self):
+        with open(self.log) as f:
+            return f.read()
+
+    def _end(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+    def _wait_listening(self):
+        deadline = time.monotonic() + LISTEN_TIMEOUT
+        while time.monotonic() < deadline:
+            if "listening on" in self._output():
+                return
+            if self.proc.poll() is not None:
+                raise TuneError(f"{' '.join(self.cmd)} exited {self.proc.returncode}:\n"
+                                f"{self._output()}")
+            time.sleep(0.1)
+        raise TuneError(f"{' '.join(self.cmd)}: not listening after {LISTEN_TIMEOUT} s")
+
+    def run(self, client_workers, args):
+        """One client run; its JSON, after checking it says "check": "ok"."""
+        cmd = [self.a.bench, "client", self.addr, "--port", str(Server.port), "--device",
+               self.dev, "--workers", str(client_workers), "--no-numa", "--json"] + args
+        cli = subprocess.run(["timeout", str(RUN_TIMEOUT)] + cmd, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
         what = " ".join(cmd)
         try:
             js = json.loads(cli.stdout.strip().splitlines()[-1])
@@ -439,33 +465,19 @@ class Runner:
         if js.get("check") != "ok" or cli.returncode != 0:
             raise TuneError(f"{what}: check {js.get('check')!r}, exit {cli.returncode}: "
                             f"{js.get('error')}\n{cli.stderr}")
-        if srv.returncode != 0:
-            raise TuneError(f"{' '.join(srv_cmd)} exited {srv.returncode}:\n{srv_out}")
-        if self.verbose:
+        if self.a.verbose:
             sys.stderr.write(cli.stderr)
         return js
 
-    @staticmethod
-    def _wait_listening(srv, log, srv_cmd):
-        deadline = time.monotonic() + LISTEN_TIMEOUT
-        while time.monotonic() < deadline:
-            with open(log) as f:
-                if "listening on" in f.read():
-                    return
-            if srv.poll() is not None:
-                with open(log) as f:
-                    raise TuneError(f"{' '.join(srv_cmd)} exited {srv.returncode}:\n{f.read()}")
-            time.sleep(0.1)
-        raise TuneError(f"{' '.join(srv_cmd)}: not listening after {LISTEN_TIMEOUT} s")
+    def median(self, client_workers, args):
+        """--repeat runs; the one with the median rate (its own figures, not a blend),
+        and every run's rate."""
+        runs = sorted((self.run(client_workers, args) for _ in range(self.a.repeat)),
+                      key=lambda j: j["rate"])
+        return runs[len(runs) // 2], [j["rate"] for j in runs]
 
 
-def _median_run(runner, repeat, *args):
-    """@repeat runs; the one with the median rate (its own figures, not a blend)."""
-    runs = sorted((runner.run(*args) for _ in range(repeat)), key=lambda j: j["rate"])
-    return runs[len(runs) // 2], [j["rate"] for j in runs]
-
-
-def sweep_device(runner, a, dev, addr, loc, progress):
+def sweep_device(a, tmp, dev, addr, loc, progress):
     top = min(loc["cores"], a.max_workers) if a.max_workers else loc["cores"]
     length = ["--quick"] if a.quick else ["-D", f"{a.duration:g}"]
     points = []
@@ -474,15 +486,16 @@ def sweep_device(runner, a, dev, addr, loc, progress):
         cw = a.client_workers or n
         base = ["-q", str(conns), "-s", str(a.size)] + length
         sends = []
-        for b in a.post_batch_list or [None]:
-            extra = [] if b is None else ["--producer", "thread", "--post-batch", str(b)]
-            js, rates = _median_run(runner, a.repeat, dev, addr, n,
-                                    ["--mode", "send"] + base + extra, cw)
-            sends.append({"post_batch": b, "rate": js["rate"], "runs": rates,
-                          "seconds": js["seconds"], "sent": js["sent"]})
-            progress(f"{dev}: {_plural(n, 'worker')}, {conns} conns"
-                     f"{'' if b is None else f', post batch {b}'}: send {js['rate']:.0f} msg/s")
-        js, rates = _median_run(runner, a.repeat, dev, addr, n, ["--mode", "rpc"] + base, cw)
+        with Server(a, tmp, dev, addr, n) as srv:
+            for b in a.post_batch_list or [None]:
+                extra = [] if b is None else ["--producer", "thread", "--post-batch", str(b)]
+                js, rates = srv.median(cw, ["--mode", "send"] + base + extra)
+                sends.append({"post_batch": b, "rate": js["rate"], "runs": rates,
+                              "seconds": js["seconds"], "sent": js["sent"]})
+                progress(f"{dev}: {_plural(n, 'worker')}, {conns} conns"
+                         f"{'' if b is None else f', post batch {b}'}: "
+                         f"send {js['rate']:.0f} msg/s")
+            js, rates = srv.median(cw, ["--mode", "rpc"] + base)
         lat = js["lat_us"]
         progress(f"{dev}: {_plural(n, 'worker')}, {conns} conns: rpc {js['rate']:.0f} req/s, "
                  f"p99 {lat['p99']:.1f} us")
@@ -514,13 +527,12 @@ def run_sweep(a, progress):
              "devices": []}
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="pollcore-tune.") as tmp:
-        runner = Runner(a.bench, tmp, a.verbose)
         for dev in devs:
             loc = locality(a.topo, dev)
             addr = addrs.get(dev) or addr_of(dev)
             progress(f"{dev}: {loc['locality_note']}; address {addr}")
             entry = {"name": dev, "addr": addr, **loc}
-            entry["points"] = sweep_device(runner, a, dev, addr, loc, progress)
+            entry["points"] = sweep_device(a, tmp, dev, addr, loc, progress)
             sweep["devices"].append(entry)
     sweep["seconds"] = round(time.monotonic() - t0, 1)
     return sweep
@@ -584,6 +596,7 @@ def parse_args(argv):
     if any("=" not in kv for kv in a.addr):
         ap.error("--addr: DEV=ADDR")
     a.given = {x.split("=")[0] for x in argv if x.startswith("--")}
+    a.bench, a.topo = os.path.abspath(a.bench), os.path.abspath(a.topo)
     return a
 
 
