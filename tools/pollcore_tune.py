@@ -9,21 +9,20 @@ For each RDMA device (or each --device) it sweeps the server's workers from 1
 up to the cores of the device's NUMA node (pollcore-topo, from numa/; a device
 with no locality information, like soft-RoCE in the VM, counts the machine's
 online CPUs, and the output says so). At each point it starts a pollcore-bench
-server on that device with --workers N, and runs clients with N connections
-(one per worker, --conns-per-worker for more) against it, once in send mode
-(message rate) and once in rpc mode (p99 round trip), optionally for each post batch of
---post-batch-list (send mode, the client's main thread posting). Every run
-must report "check": "ok"; anything else stops the sweep with the run's
+server on that device with --workers N and runs clients against it with N
+connections (one per worker; --conns-per-worker for more): in send mode for
+the message rate, for each post batch of --post-batch-list if given (the
+client's main thread posting), and in rpc mode for the p99 round trip. Every
+run must report "check": "ok"; anything else stops the sweep with the run's
 output.
 
 Prints a table and, per device, the recommended worker count with its
 reason: of the worker counts within --tolerance (5%) of the device's best
 message rate, the fewest whose p99 is within --latency-tolerance (25%) of the
-lowest p99 among them.
-Writes an SVG chart (--out-svg, default pollcore-tune.svg) of message rate
-and p99 against workers, and the whole sweep as JSON (--out-json; --json
-prints it on stdout instead of the table). --from re-renders a saved sweep
-without running anything.
+lowest p99 among them. Writes an SVG chart (--out-svg, default
+pollcore-tune.svg) of message rate and p99 against workers, and the whole
+sweep as JSON (--out-json; --json prints it on stdout instead of the table).
+--from re-renders a saved sweep without running anything.
 
 Client and server run on this machine and meet through the NIC (its
 loopback), the client unpinned (--no-numa): its threads compete with the
@@ -38,7 +37,6 @@ import json
 import math
 import os
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
