@@ -138,6 +138,7 @@ struct bench_opts {
 	enum bench_mode mode;
 	enum bench_producer producer;
 	const char *addr;
+	const char *devices[2];	/* --device: { name, NULL }; { NULL }: the first device */
 	uint32_t port;
 	uint32_t size;
 	uint32_t conns;

@@ -105,6 +105,7 @@ void bench_params(const struct bench_opts *o, uint32_t msg_size, struct pc_engin
 	uint32_t rx = (64u << 20) / msg_size;
 
 	*p = (struct pc_engine_params){ 0 };
+	p->devices = o->devices[0] ? o->devices : NULL;
 	p->workers_per_device = o->workers;
 	p->msg_size = msg_size;
 	p->rx_bufs = o->rx_depth ? o->rx_depth : PC_MIN(PC_MAX(rx, 256u), 1024u);
@@ -121,12 +122,12 @@ void bench_params(const struct bench_opts *o, uint32_t msg_size, struct pc_engin
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: " PROG " server [--bind ADDR] [--port P] [--workers N] [--max-size S]\n"
-		"                      [--window W] [-t|--tx-depth D] [-r|--rx-depth D]\n"
+		"usage: " PROG " server [--bind ADDR] [--port P] [--device NAME] [--workers N]\n"
+		"                      [--max-size S] [--window W] [-t|--tx-depth D] [-r|--rx-depth D]\n"
 		"                      [-Q|--signal-every N] [--poll-batch N] [--inline B] [--no-numa]\n"
 		"       " PROG " client ADDR -m|--mode send|rpc|write|read [--port P]\n"
 		"                      [-s|--size S] [-D|--duration SECS | -n|--count N] [--quick]\n"
-		"                      [-q|--connections C] [--workers N] [-w|--window W]\n"
+		"                      [-q|--connections C] [--device NAME] [--workers N] [-w|--window W]\n"
 		"                      [-l|--post-batch B] [-Q|--signal-every N] [--poll-batch N]\n"
 		"                      [-t|--tx-depth D] [-r|--rx-depth D] [--inline B] [--no-numa] [--json]\n"
 		"                      [--producer worker|thread]\n"
@@ -140,6 +141,8 @@ static void usage(FILE *f)
 		"-t: send queue depth per QP (default 256); -r: receive buffers and SRQ depth;\n"
 		"-Q: signal every Nth send (default 16). -n counts per connection.\n"
 		"--inline: largest send posted inline, header included (default 64; 0: none).\n"
+		"--device: the RDMA device the engine opens (default: the first one); the\n"
+		"address must be on it (rdma_cm routes over the device that owns it).\n"
 		"--connect-timeout SECS: the client's, per connection (default 10).\n"
 		"Exit: 0 all checks passed, 1 a mismatch or an error, 2 a usage error.\n",
 		BENCH_PORT);
@@ -187,7 +190,7 @@ static int u32_arg(const char *opt, const char *s, uint32_t min, uint32_t max, u
 
 enum {
 	O_WORKERS = 256, O_POLL, O_NONUMA, O_JSON, O_QUICK, O_BIND, O_MAXSIZE, O_UNDER, O_INLINE,
-	O_PRODUCER, O_CTIMEOUT,
+	O_PRODUCER, O_CTIMEOUT, O_DEVICE,
 };
 
 static const struct option long_opts[] = {
@@ -204,6 +207,7 @@ static const struct option long_opts[] = {
 	{ "rx-depth", required_argument, NULL, 'r' },
 	{ "inline", required_argument, NULL, O_INLINE },
 	{ "producer", required_argument, NULL, O_PRODUCER },
+	{ "device", required_argument, NULL, O_DEVICE },
 	{ "workers", required_argument, NULL, O_WORKERS },
 	{ "poll-batch", required_argument, NULL, O_POLL },
 	{ "no-numa", no_argument, NULL, O_NONUMA },
@@ -289,6 +293,11 @@ static int parse_one(int c, const char *arg, struct parsed *p)
 	case O_UNDER:
 		return u32_arg("--undercount-every", arg, 1, UINT32_MAX, &o->undercount_every) ? 2 : 0;
 	case O_BIND: p->bind = arg; return 0;
+	case O_DEVICE:
+		if (!*arg)
+			return bad_usage("--device: the name is empty");
+		o->devices[0] = arg;
+		return 0;
 	case O_NONUMA: o->no_numa = true; return 0;
 	case O_JSON: o->json = true; return 0;
 	case O_QUICK: o->quick = true; return 0;
