@@ -14,7 +14,10 @@
  *   w->submit (MPSC ring)        | dequeue       | -              | enqueue
  *   chan->to_app (SPSC ring)     | enqueue       | -              | dequeue (1)
  *   chan->txfree (SPSC ring)     | enqueue       | -              | dequeue (1)
- *   stats                        | write relaxed | read           | read
+ *   stats (w->st)                | write relaxed | read           | read
+ *   w->ws, its segment block     | write         | -              | - (other
+ *   and conn slots               |               |                | processes:
+ *                                |               |                | seqcount)
  *
  *   (1) the one application thread attached to that slot.
  *
@@ -40,6 +43,7 @@
 
 #include "conn.h"
 #include "credit.h"
+#include "stats_pvt.h"
 #include "verbs_pvt.h"
 
 /* the wire's message types are the public ones */
@@ -70,6 +74,7 @@ struct msg {
 	uint8_t pool;		/* enum msg_pool */
 	uint8_t in_srq;		/* posted on the SRQ (teardown reclaims it) */
 	uint8_t in_rq;		/* posted on a raw peer's own receive queue (rctx.conn) */
+	uint64_t t_call;	/* pc_call(): when, for the round-trip histogram */
 };
 
 static inline struct msg *msg_of(struct pc_msg *m)
@@ -114,6 +119,8 @@ struct worker_cfg {
 	struct cds_lfht *conns;			/* the connection table, for lookups */
 	struct ctl_inbox *control;		/* the control thread's inbox */
 	bool must_bind;				/* placement was asked for: binding must work */
+	struct pc_stats_worker *stats_blk;	/* its block in the stats segment, or NULL */
+	struct pc_stats_conn *stats_slots;	/* and its max_conns_per_worker conn slots */
 };
 
 struct pc_worker {
@@ -173,12 +180,17 @@ struct pc_worker {
 	struct cds_lfht *conns;
 	struct ctl_inbox *control;
 	bool must_bind;
+	struct pc_stats_worker *stats_blk;
+	struct pc_stats_conn *stats_slots;
 	int setup_err;
 	char name[16];
 	atomic_int ready;
 
 	/* written by the worker, sampled by anyone */
 	struct pc_worker_stats st pc_cache_aligned;
+
+	/* the worker's only: what it publishes to the stats segment beyond st */
+	struct wstats ws pc_cache_aligned;
 } __attribute__((aligned(PC_CACHELINE)));
 
 static_assert(ATOMIC_INT_LOCK_FREE == 2 && ATOMIC_LLONG_LOCK_FREE == 2,
@@ -207,6 +219,20 @@ void worker_stop(struct pc_worker *w);
 void worker_destroy(struct pc_worker *w);
 void worker_wake(struct pc_worker *w);
 unsigned int worker_apply_ctl(struct pc_worker *w);
+void worker_sample(const struct pc_worker *w, struct pc_worker_stats *st);
+void worker_stats_release(struct pc_worker *w, struct conn *c);
+
+/*
+ * Now, for the round trips: read once per completion batch that has
+ * responses, and only there (w->ws.now_batch is cleared after each
+ * batch). Worker thread.
+ */
+static inline uint64_t worker_now_batch(struct pc_worker *w)
+{
+	if (!w->ws.now_batch)
+		w->ws.now_batch = now_ns();
+	return w->ws.now_batch;
+}
 
 /* qp.c */
 int worker_create_cq(struct pc_worker *w, int cqe);

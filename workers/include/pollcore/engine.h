@@ -513,6 +513,8 @@ struct pc_conn_info {
 	uint64_t credit_stalls;	/* sends that waited for credits */
 	uint64_t sq_stalls;	/* sends that waited for send-queue slots */
 	uint64_t msgs_dropped;	/* sends accepted (0 returned) that the close dropped */
+	uint64_t rnr_errors;	/* sends failed: receiver not ready, retries exhausted */
+	uint64_t retry_errors;	/* sends failed: transport retries exhausted */
 	uint32_t backlog;	/* messages waiting now */
 	uint32_t inflight_req;	/* requests awaiting a response */
 	uint32_t held;		/* buffers of this connection held by the app */
