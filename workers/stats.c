@@ -611,7 +611,8 @@ int pc_stats_clean(const char *name)
 	int pid = name_pid(name, NULL);
 
 	if (!pid)
-		return pc_set_error(-EINVAL, "%s is not a pollcore stats segment name", name);
+		return pc_set_errorl(PC_LOG_DEBUG, -EINVAL, "%s is not a pollcore stats segment name",
+				     name);
 	s = pc_stats_open(name);
 	if (s) {
 		live = pc_stats_owner(s) == PC_STATS_OWNER_LIVE;
