@@ -736,6 +736,10 @@ static_assert(sizeof(struct pc_worker_stats) ==
 	      0 FIELD_SIZE(name) FIELD_SIZE(pu) FIELD_SIZE(numa_node) FIELD_SIZE(submit_full)
 	      FIELD_SIZE(tx_held) WORKER_COUNTERS(FIELD_SIZE),
 	      "pc_engine_stats() samples every field");
+static_assert(sizeof(struct pc_worker_stats) ==
+	      0 FIELD_SIZE(name) FIELD_SIZE(pu) FIELD_SIZE(numa_node)
+	      PC_WORKER_STATS_FIELDS(FIELD_SIZE, FIELD_SIZE),
+	      "PC_WORKER_STATS_FIELDS names every counter");
 #undef FIELD_SIZE
 
 int pc_engine_stats(const struct pc_engine *e, unsigned int idx, struct pc_worker_stats *st)

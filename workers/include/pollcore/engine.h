@@ -565,6 +565,19 @@ struct pc_worker_stats {
 	uint32_t window;	/* what each credited connection may hold now: its share of the SRQ */
 };
 
+/*
+ * The counters of struct pc_worker_stats, in order, for code that walks
+ * them (pollcore-stat --json): X64(name) for each uint64_t, X32(name) for
+ * each uint32_t.
+ */
+#define PC_WORKER_STATS_FIELDS(X64, X32) \
+	X64(loops) X64(polls) X64(empty_polls) X64(completions) X64(wrs_posted) X64(doorbells) \
+	X64(srq_posted) X64(srq_doorbells) X64(srq_limit_events) X64(rx_msgs) X64(tx_msgs) \
+	X64(handoff_full) X64(submit_full) X64(credit_stalls) X64(sleeps) X64(sleep_ns) \
+	X64(wakeups_cq) X64(wakeups_submit) X64(wc_errors) X64(stray_completions) \
+	X64(poll_errors) X64(msgs_dropped) \
+	X32(conns) X32(rx_held) X32(tx_held) X32(srq_outstanding) X32(credits_out) X32(window)
+
 /**
  * pc_engine_for_each_conn - visit every live connection.
  * @e: engine.
