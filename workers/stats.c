@@ -4,12 +4,16 @@
  * anyone with the owner's rights (pollcore/stats.h). Nothing here runs on
  * a worker's hot path but wstats_publish(), every millisecond or so.
  *
- * Seqcounts, writer (one thread):     reader (any process):
- *   seq = odd           (relaxed)       s0 = seq          (acquire)
- *   fence               (release)       copy              (relaxed loads)
- *   writes              (relaxed)       fence             (acquire)
- *   seq = even          (release)       s1 = seq          (relaxed)
+ * Seqcounts, without fences (which ThreadSanitizer cannot model):
+ *   writer (one thread):              reader (any process):
+ *     seq = odd      (relaxed)          s0 = seq        (acquire)
+ *     data words     (release stores)   data words      (acquire loads)
+ *     seq = even     (release)          s1 = seq        (relaxed)
  *                                       consistent when s0 == s1, s0 even
+ * A reader that loads a new data word synchronizes with its release
+ * store, so it then sees the odd seq that preceded it and retries. On x86
+ * every one of these is a plain move; the writer does it once a
+ * millisecond.
  */
 #include "stats_pvt.h"
 
@@ -36,7 +40,7 @@ static uint64_t clock_ns(clockid_t id)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Word by word, each a single-copy-atomic access: readers copy while the worker writes. */
+/* Word by word, inside a seqcount section: readers copy while the worker writes. */
 static void store_words(void *dst, const void *src, size_t bytes)
 {
 	uint64_t *d = dst;
@@ -44,7 +48,8 @@ static void store_words(void *dst, const void *src, size_t bytes)
 	size_t i;
 
 	for (i = 0; i < bytes / 8; i++)
-		__atomic_store_n(&d[i], s[i], __ATOMIC_RELAXED);
+		/* release: a reader that sees this word sees the odd seq before it */
+		__atomic_store_n(&d[i], s[i], __ATOMIC_RELEASE);
 }
 
 static void load_words(void *dst, const void *src, size_t bytes)
@@ -54,14 +59,14 @@ static void load_words(void *dst, const void *src, size_t bytes)
 	size_t i;
 
 	for (i = 0; i < bytes / 8; i++)
-		d[i] = __atomic_load_n(&s[i], __ATOMIC_RELAXED);
+		/* acquire: pairs with store_words(); the seq re-read cannot move above it */
+		d[i] = __atomic_load_n(&s[i], __ATOMIC_ACQUIRE);
 }
 
+/* Data words written after it are release stores (store_words()): they order it. */
 static void seq_begin(uint32_t *seq)
 {
 	__atomic_store_n(seq, *seq + 1, __ATOMIC_RELAXED);
-	/* release: the odd seq is visible before any of the writes that follow */
-	__atomic_thread_fence(__ATOMIC_RELEASE);
 }
 
 static void seq_end(uint32_t *seq)
@@ -359,13 +364,14 @@ void wstats_publish(struct wstats *ws, const struct pc_worker_stats *st, uint64_
 		return;
 	h = &b->rpc;
 	seq_begin(&b->seq);
-	__atomic_store_n(&b->publishes, ++ws->publishes, __ATOMIC_RELAXED);
-	__atomic_store_n(&b->publish_ns, now, __ATOMIC_RELAXED);
+	ws->publishes++;
+	store_words(&b->publishes, &ws->publishes, sizeof(uint64_t));
+	store_words(&b->publish_ns, &now, sizeof(uint64_t));
 	store_words(&b->st, st, sizeof(*st));
 	store_words(b->wc_status, ws->wc_status, sizeof(ws->wc_status));
-	__atomic_store_n(&h->count, ws->rpc.count, __ATOMIC_RELAXED);
-	__atomic_store_n(&h->sum_ns, ws->rpc.sum_ns, __ATOMIC_RELAXED);
-	__atomic_store_n(&h->max_ns, ws->rpc.max_ns, __ATOMIC_RELAXED);
+	store_words(&h->count, &ws->rpc.count, sizeof(uint64_t));
+	store_words(&h->sum_ns, &ws->rpc.sum_ns, sizeof(uint64_t));
+	store_words(&h->max_ns, &ws->rpc.max_ns, sizeof(uint64_t));
 	/* only the buckets that changed: latencies cluster in a few */
 	if (ws->hist_lo <= ws->hist_hi)
 		store_words(&h->bucket[ws->hist_lo], &ws->rpc.bucket[ws->hist_lo],
@@ -385,7 +391,8 @@ struct pc_stats_conn *wstats_slot_open(struct wstats *ws, const struct pc_stats_
 	s = &ws->slots[ws->free_slots[--ws->nfree]];
 	seq_begin(&s->seq);
 	/* identity and zeroed counters; the word of seq and state is written apart */
-	__atomic_store_n(&s->state, tmp.state, __ATOMIC_RELAXED);
+	/* release: as store_words(), a reader that sees it sees the odd seq */
+	__atomic_store_n(&s->state, tmp.state, __ATOMIC_RELEASE);
 	store_words((char *)s + 8, (const char *)&tmp + 8, sizeof(*s) - 8);
 	seq_end(&s->seq);
 	return s;
@@ -394,7 +401,8 @@ struct pc_stats_conn *wstats_slot_open(struct wstats *ws, const struct pc_stats_
 void wstats_slot_close(struct wstats *ws, struct pc_stats_conn *slot)
 {
 	seq_begin(&slot->seq);
-	__atomic_store_n(&slot->state, PC_STATS_CONN_FREE, __ATOMIC_RELAXED);
+	/* release: as store_words(), a reader that sees it sees the odd seq */
+	__atomic_store_n(&slot->state, PC_STATS_CONN_FREE, __ATOMIC_RELEASE);
 	seq_end(&slot->seq);
 	ws->free_slots[ws->nfree++] = (uint32_t)(slot - ws->slots);
 }
@@ -546,9 +554,8 @@ int pc_stats_read_worker(const struct pc_stats *s, unsigned int idx, struct pc_s
 		s0 = __atomic_load_n(&b->seq, __ATOMIC_ACQUIRE);
 		if (s0 & 1)
 			continue;
+		/* the copy is of acquire loads: seq cannot be read again before it */
 		load_words(out, b, sizeof(*out));
-		/* acquire: the copy above is complete before seq is read again */
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		s1 = __atomic_load_n(&b->seq, __ATOMIC_RELAXED);
 		if (s0 == s1) {
 			out->seq = s0;
@@ -573,9 +580,8 @@ int pc_stats_read_conn(const struct pc_stats *s, unsigned int slot, struct pc_st
 		s0 = __atomic_load_n(&c->seq, __ATOMIC_ACQUIRE);
 		if (s0 & 1)
 			continue;
+		/* the copy is of acquire loads: seq cannot be read again before it */
 		load_words(out, c, sizeof(*out));
-		/* acquire: the copy above is complete before seq is read again */
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		s1 = __atomic_load_n(&c->seq, __ATOMIC_RELAXED);
 		if (s0 == s1) {
 			out->seq = s0;
