@@ -17,6 +17,8 @@
  */
 #include <pollcore/stats.h>
 
+#include "cli.h"
+
 #include <errno.h>
 #include <getopt.h>
 #include <infiniband/verbs.h>
@@ -420,20 +422,6 @@ static int run_table(struct seg *g, int n, int pid, double interval, long count,
 
 /* --- JSON ---------------------------------------------------------------------------------- */
 
-static void json_str(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			printf("\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			printf("\\u%04x", *s);
-		else
-			putchar(*s);
-	}
-	putchar('"');
-}
-
 static void json_worker(const struct pc_stats_worker *w, unsigned int idx, uint64_t now)
 {
 	const struct pc_worker_stats *st = &w->st;
@@ -441,7 +429,7 @@ static void json_worker(const struct pc_stats_worker *w, unsigned int idx, uint6
 	unsigned int s;
 
 	printf("{\"index\": %u, \"name\": ", idx);
-	json_str(st->name);
+	cli_json_str(st->name);
 	printf(", \"pu\": %d, \"numa_node\": %d, \"publishes\": %" PRIu64 ", \"age_ms\": %.1f, "
 	       "\"counters\": {",
 	       st->pu, st->numa_node, w->publishes,
@@ -457,7 +445,7 @@ static void json_worker(const struct pc_stats_worker *w, unsigned int idx, uint6
 		if (!w->wc_status[s])
 			continue;
 		printf("%s", sep);
-		json_str(ibv_wc_status_str((enum ibv_wc_status)s));
+		cli_json_str(ibv_wc_status_str((enum ibv_wc_status)s));
 		printf(": %" PRIu64, w->wc_status[s]);
 		sep = ", ";
 	}
@@ -482,7 +470,7 @@ static void json_conns(struct seg *g, uint64_t now)
 			continue;
 		printf("%s{\"slot\": %u, \"worker\": %u, \"qp_num\": %u, \"state\": \"%s\", \"peer\": ",
 		       sep, slot, c.worker, c.qp_num, conn_state_str(c.state));
-		json_str(c.peer);
+		cli_json_str(c.peer);
 		printf(", \"peer_port\": %u, \"raw\": %s, \"passive\": %s, \"age_ms\": %.1f, "
 		       "\"msgs_sent\": %" PRIu64 ", \"msgs_recv\": %" PRIu64 ", \"bytes_sent\": %" PRIu64
 		       ", \"bytes_recv\": %" PRIu64 ", \"credit_stalls\": %" PRIu64
@@ -502,14 +490,14 @@ static void json_conns(struct seg *g, uint64_t now)
 static void json_seg_head(const struct seg *g)
 {
 	printf("{\"name\": ");
-	json_str(g->name);
+	cli_json_str(g->name);
 	printf(", \"pid\": %d, \"engine\": %u, \"comm\": ", g->h->pid, g->h->engine);
-	json_str(g->h->comm);
+	cli_json_str(g->h->comm);
 	printf(", \"devices\": ");
-	json_str(g->h->devices);
+	cli_json_str(g->h->devices);
 	printf(", \"state\": \"%s\", \"reason\": ",
 	       g->owner == PC_STATS_OWNER_LIVE ? "live" : "stale");
-	json_str(owner_str(g->owner));
+	cli_json_str(owner_str(g->owner));
 	printf(", \"start_time\": %" PRIu64 ", \"created_ns\": %" PRIu64
 	       ", \"nworkers\": %u, \"conn_slots\": %u",
 	       g->h->start_time, g->h->created_ns, g->h->nworkers, g->h->conn_slots);

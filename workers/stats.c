@@ -539,56 +539,50 @@ static bool reader_backoff(unsigned int *spins, uint64_t deadline)
 	return true;
 }
 
-int pc_stats_read_worker(const struct pc_stats *s, unsigned int idx, struct pc_stats_worker *out)
+/*
+ * A consistent copy of @len bytes at @src, guarded by the seqcount at its
+ * start; 0, or -EAGAIN when the writer stayed in its section for 10 ms.
+ */
+static int seq_read(const void *src, void *out, size_t len)
 {
-	const struct pc_stats_worker *b;
+	const uint32_t *seq = src;
 	uint64_t deadline = clock_ns(CLOCK_MONOTONIC) + 10ull * 1000 * 1000;
 	unsigned int spins = 0;
 	uint32_t s0, s1;
 
-	if (idx >= s->h->nworkers)
-		return -EINVAL;
-	b = (const struct pc_stats_worker *)((const char *)s->h + s->h->worker_off) + idx;
 	do {
 		/* acquire: pairs with the release in seq_end() */
-		s0 = __atomic_load_n(&b->seq, __ATOMIC_ACQUIRE);
+		s0 = __atomic_load_n(seq, __ATOMIC_ACQUIRE);
 		if (s0 & 1)
 			continue;
 		/* the copy is of acquire loads: seq cannot be read again before it */
-		load_words(out, b, sizeof(*out));
-		s1 = __atomic_load_n(&b->seq, __ATOMIC_RELAXED);
+		load_words(out, src, len);
+		s1 = __atomic_load_n(seq, __ATOMIC_RELAXED);
 		if (s0 == s1) {
-			out->seq = s0;
+			*(uint32_t *)out = s0;
 			return 0;
 		}
 	} while (reader_backoff(&spins, deadline));
 	return -EAGAIN;
 }
 
+int pc_stats_read_worker(const struct pc_stats *s, unsigned int idx, struct pc_stats_worker *out)
+{
+	if (idx >= s->h->nworkers)
+		return -EINVAL;
+	return seq_read((const struct pc_stats_worker *)((const char *)s->h + s->h->worker_off) + idx,
+			out, sizeof(*out));
+}
+
 int pc_stats_read_conn(const struct pc_stats *s, unsigned int slot, struct pc_stats_conn *out)
 {
-	const struct pc_stats_conn *c;
-	uint64_t deadline = clock_ns(CLOCK_MONOTONIC) + 10ull * 1000 * 1000;
-	unsigned int spins = 0;
-	uint32_t s0, s1;
+	int ret;
 
 	if (slot >= s->h->nworkers * s->h->conn_slots)
 		return -EINVAL;
-	c = (const struct pc_stats_conn *)((const char *)s->h + s->h->conn_off) + slot;
-	do {
-		/* acquire: pairs with the release in seq_end() */
-		s0 = __atomic_load_n(&c->seq, __ATOMIC_ACQUIRE);
-		if (s0 & 1)
-			continue;
-		/* the copy is of acquire loads: seq cannot be read again before it */
-		load_words(out, c, sizeof(*out));
-		s1 = __atomic_load_n(&c->seq, __ATOMIC_RELAXED);
-		if (s0 == s1) {
-			out->seq = s0;
-			return out->state == PC_STATS_CONN_FREE ? -ENOENT : 0;
-		}
-	} while (reader_backoff(&spins, deadline));
-	return -EAGAIN;
+	ret = seq_read((const struct pc_stats_conn *)((const char *)s->h + s->h->conn_off) + slot, out,
+		       sizeof(*out));
+	return ret ? ret : out->state == PC_STATS_CONN_FREE ? -ENOENT : 0;
 }
 
 int pc_stats_for_each(int pid, void (*fn)(const char *name, int pid, void *arg), void *arg)

@@ -220,6 +220,9 @@ static_assert(__builtin_offsetof(struct pc_stats_hdr, size) == 32 &&
 static_assert(sizeof(struct pc_stats_conn) == 3 * PC_CACHELINE, "a slot is three cache lines");
 static_assert(__builtin_offsetof(struct pc_stats_conn, msgs_sent) == PC_CACHELINE,
 	      "a slot's counters start its second cache line");
+static_assert(__builtin_offsetof(struct pc_stats_worker, seq) == 0 &&
+	      __builtin_offsetof(struct pc_stats_conn, seq) == 0,
+	      "blocks and slots start with their seqcount");
 static_assert(__builtin_offsetof(struct pc_stats_worker, st) == PC_CACHELINE,
 	      "the seqcount has a cache line of its own");
 static_assert(sizeof(struct pc_stats_worker) % 4096 == 0,
