@@ -195,20 +195,22 @@ struct pc_stats_conn {
 	uint32_t pad2;
 	uint64_t since_ns;
 	char peer[32];
-	/* counters: one writer, relaxed */
+	/* what changes per message, one cache line; one writer, relaxed */
 	uint64_t msgs_sent;
 	uint64_t msgs_recv;
 	uint64_t bytes_sent;
 	uint64_t bytes_recv;
-	uint64_t credit_stalls;
-	uint64_t sq_stalls;
-	uint64_t msgs_dropped;
-	uint64_t rnr_errors;
-	uint64_t retry_errors;
 	uint32_t backlog;
 	uint32_t inflight_req;
 	uint32_t held;
-	uint32_t pad3[11];
+	uint32_t pad3;
+	uint64_t credit_stalls;
+	uint64_t sq_stalls;
+	/* rarer */
+	uint64_t msgs_dropped;
+	uint64_t rnr_errors;
+	uint64_t retry_errors;
+	uint64_t pad4[5];
 };
 
 static_assert(sizeof(struct pc_stats_hdr) == 4096, "the header is one page");
@@ -218,8 +220,9 @@ static_assert(__builtin_offsetof(struct pc_stats_hdr, size) == 32 &&
 	      __builtin_offsetof(struct pc_stats_hdr, engine) == 224,
 	      "header fields at their documented offsets (no padding)");
 static_assert(sizeof(struct pc_stats_conn) == 3 * PC_CACHELINE, "a slot is three cache lines");
-static_assert(__builtin_offsetof(struct pc_stats_conn, msgs_sent) == PC_CACHELINE,
-	      "a slot's counters start its second cache line");
+static_assert(__builtin_offsetof(struct pc_stats_conn, msgs_sent) == PC_CACHELINE &&
+	      __builtin_offsetof(struct pc_stats_conn, msgs_dropped) == 2 * PC_CACHELINE,
+	      "a slot's per-message counters fill its second cache line");
 static_assert(__builtin_offsetof(struct pc_stats_worker, seq) == 0 &&
 	      __builtin_offsetof(struct pc_stats_conn, seq) == 0,
 	      "blocks and slots start with their seqcount");
