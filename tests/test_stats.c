@@ -287,6 +287,26 @@ START_TEST(test_hist_buckets)
 }
 END_TEST
 
+static void assert_near(uint64_t got, uint64_t want, double tol);
+
+/* The worker's tick clock, converted, agrees with CLOCK_MONOTONIC. */
+START_TEST(test_tick_clock)
+{
+	struct timespec ts = { 0, 50 * 1000 * 1000 }, a, b;
+	uint64_t t0, t1, ns;
+
+	stats_clock_init();
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	t0 = stats_ticks();
+	nanosleep(&ts, NULL);
+	t1 = stats_ticks();
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	ns = (uint64_t)(b.tv_sec - a.tv_sec) * 1000000000ull + (uint64_t)b.tv_nsec - (uint64_t)a.tv_nsec;
+	assert_near(stats_ticks_ns(t1 - t0), ns, 0.03);
+	assert_near(stats_ticks_ns(stats_publish_ticks), STATS_PUBLISH_NS, 0.03);
+}
+END_TEST
+
 static void assert_near(uint64_t got, uint64_t want, double tol)
 {
 	double err = ((double)got - (double)want) / (double)want;
@@ -561,6 +581,7 @@ int main(void)
 	tcase_add_test(tc, test_conn_slots);
 	tcase_add_test(tc, test_hist_buckets);
 	tcase_add_test(tc, test_hist_percentiles);
+	tcase_add_test(tc, test_tick_clock);
 	tcase_add_test(tc, test_stale_after_sigkill);
 	tcase_add_test(tc, test_pid_reused);
 	tcase_add_test(tc, test_exit_removes);

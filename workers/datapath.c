@@ -246,7 +246,7 @@ static bool response_matches(struct pc_worker *w, struct conn *c, uint64_t req_i
 	CONN_GAUGE_SET(c, inflight_req);
 	STAT_ADD(c->req_answered, 1);
 	now = worker_now_batch(w);
-	wstats_rpc(&w->ws, now > t_call ? now - t_call : 0);
+	wstats_rpc(&w->ws, now > t_call ? stats_ticks_ns(now - t_call) : 0);
 	return true;
 }
 

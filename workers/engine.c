@@ -225,6 +225,7 @@ static void stats_segment(struct pc_engine *e, unsigned int nworkers)
 	for (d = 0; d < e->ndevs && len < sizeof(devs); d++)
 		len += (size_t)snprintf(devs + len, sizeof(devs) - len, "%s%s", d ? "," : "",
 					e->devnames[d]);
+	stats_clock_init();
 	ret = stats_seg_create(&e->seg, nworkers, e->p.max_conns_per_worker, devs);
 	if (ret)
 		pc_warn("no stats segment (%s); pollcore-stat cannot see this engine",
@@ -575,7 +576,7 @@ int pc_call(struct pc_msg *msg, uint64_t *req_id)
 	msg->req_id = id;
 	/* on the worker, inside a batch that had a response: that batch's clock read */
 	msg_of(msg)->t_call = self_worker == c->w && c->w->ws.now_batch ? c->w->ws.now_batch
-									 : now_ns();
+									 : stats_ticks();
 	ret = msg_submit(msg, PC_MSG_REQUEST);
 	if (ret) {
 		/* give the id back; if another thread took the next one, count it abandoned */

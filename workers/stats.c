@@ -2,7 +2,7 @@
 /*
  * The stats segment: created by an engine, filled by its workers, read by
  * anyone with the owner's rights (pollcore/stats.h). Nothing here runs on
- * a worker's hot path but wstats_publish(), every millisecond or so.
+ * a worker's hot path but wstats_publish(), every 10 ms or so.
  *
  * Seqcounts, without fences (which ThreadSanitizer cannot model):
  *   writer (one thread):              reader (any process):
@@ -12,8 +12,7 @@
  *                                       consistent when s0 == s1, s0 even
  * A reader that loads a new data word synchronizes with its release
  * store, so it then sees the odd seq that preceded it and retries. On x86
- * every one of these is a plain move; the writer does it once a
- * millisecond.
+ * every one of these is a plain move; the writer does it every 10 ms.
  */
 #include "stats_pvt.h"
 
@@ -73,6 +72,33 @@ static void seq_end(uint32_t *seq)
 {
 	/* release: the writes are visible before the even seq */
 	__atomic_store_n(seq, *seq + 1, __ATOMIC_RELEASE);
+}
+
+/* --- the clock ------------------------------------------------------------------------------ */
+
+uint64_t stats_tick_mult = 1ull << 32, stats_publish_ticks = STATS_PUBLISH_NS;
+static pthread_once_t clock_once = PTHREAD_ONCE_INIT;
+
+static void clock_calibrate(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	uint64_t t0 = clock_ns(CLOCK_MONOTONIC), c0 = stats_ticks(), t1, c1;
+
+	do
+		t1 = clock_ns(CLOCK_MONOTONIC);
+	while (t1 - t0 < 2000000);
+	c1 = stats_ticks();
+	if (c1 > c0 && t1 > t0) {
+		stats_tick_mult = (uint64_t)(((unsigned __int128)(t1 - t0) << 32) / (c1 - c0));
+		stats_publish_ticks = (uint64_t)(((unsigned __int128)STATS_PUBLISH_NS << 32) /
+						 (stats_tick_mult ? stats_tick_mult : 1));
+	}
+#endif
+}
+
+void stats_clock_init(void)
+{
+	pthread_once(&clock_once, clock_calibrate);
 }
 
 /* --- /proc ----------------------------------------------------------------------------- */
@@ -359,7 +385,7 @@ void wstats_publish(struct wstats *ws, const struct pc_worker_stats *st, uint64_
 	struct pc_stats_worker *b = ws->blk;
 	struct pc_stats_hist *h;
 
-	ws->next_publish_ns = now + STATS_PUBLISH_NS;
+	ws->next_publish = stats_ticks() + stats_publish_ticks;
 	if (!b)
 		return;
 	h = &b->rpc;

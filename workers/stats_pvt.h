@@ -17,13 +17,44 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include <pollcore/stats.h>
 
-/* A worker publishes its counters at most this often (and before it sleeps or stops). */
-#define STATS_PUBLISH_NS (1000ull * 1000)
-/* ... looking at the clock every this many loop turns (a power of two). */
-#define STATS_PUBLISH_TURNS 128u
+/* A worker publishes its counters this often (and before it sleeps or stops)... */
+#define STATS_PUBLISH_NS (10ull * 1000 * 1000)
+/* ... looking at the tick counter every this many loop turns (a power of two). */
+#define STATS_PUBLISH_TURNS 256u
+
+/*
+ * The worker's clock for round trips and publish pacing: the TSC on x86
+ * (rdtsc: no system call, whatever the kernel's clocksource; in a VM whose
+ * clocksource is hpet, clock_gettime() is one), CLOCK_MONOTONIC nanoseconds
+ * elsewhere. Ticks are converted with a ratio measured once per process
+ * (stats_clock_init()); only differences are converted.
+ */
+static inline uint64_t stats_ticks(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	return __builtin_ia32_rdtsc();
+#else
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+#endif
+}
+
+/* Nanoseconds per tick, times 2^32; and STATS_PUBLISH_NS in ticks. Set by stats_clock_init(). */
+extern uint64_t stats_tick_mult, stats_publish_ticks;
+
+/* Measures the tick rate against CLOCK_MONOTONIC (about 2 ms, once per process). */
+void stats_clock_init(void);
+
+static inline uint64_t stats_ticks_ns(uint64_t ticks)
+{
+	return (uint64_t)(((unsigned __int128)ticks * stats_tick_mult) >> 32);
+}
 
 /* An engine's segment, on the side that created it. */
 struct stats_seg {
@@ -40,9 +71,9 @@ struct wstats {
 	uint32_t *free_slots;		/* indexes of the free ones, a stack */
 	uint32_t nfree;
 	uint32_t tick;			/* loop turns, for STATS_PUBLISH_TURNS */
-	uint64_t next_publish_ns;
+	uint64_t next_publish;		/* stats_ticks() */
 	uint64_t publishes;
-	/* when this completion batch's first response arrived (0: not taken yet) */
+	/* stats_ticks() when this completion batch's first response arrived (0: not taken yet) */
 	uint64_t now_batch;
 	uint32_t hist_lo, hist_hi;	/* buckets changed since the last publish */
 	uint64_t wc_status[PC_STATS_WC_STATUSES];
@@ -83,7 +114,7 @@ int wstats_init(struct wstats *ws, struct pc_stats_worker *blk, struct pc_stats_
 		uint32_t nslots);
 void wstats_free(struct wstats *ws);
 
-/* Copies @st and what @ws holds into the block, under its seqcount. */
+/* Copies @st and what @ws holds into the block, under its seqcount; @now: CLOCK_MONOTONIC ns. */
 void wstats_publish(struct wstats *ws, const struct pc_worker_stats *st, uint64_t now);
 
 /*
@@ -94,7 +125,7 @@ struct pc_stats_conn *wstats_slot_open(struct wstats *ws, const struct pc_stats_
 /* Frees a slot from wstats_slot_open(). */
 void wstats_slot_close(struct wstats *ws, struct pc_stats_conn *slot);
 
-/* One pc_call() round trip of @ns nanoseconds. */
+/* One pc_call() round trip of @ns nanoseconds (stats_ticks_ns() of the ticks). */
 static inline void wstats_rpc(struct wstats *ws, uint64_t ns)
 {
 	unsigned int b = pc_stats_hist_bucket(ns);
@@ -116,13 +147,12 @@ static inline void wstats_wc(struct wstats *ws, unsigned int status)
 	ws->wc_status[status < PC_STATS_WC_STATUSES ? status : PC_STATS_WC_STATUSES - 1]++;
 }
 
-/* Once per loop turn: true when it is time to publish (a clock read every 128 turns). */
-static inline bool wstats_due(struct wstats *ws, uint64_t (*clock)(void), uint64_t *now)
+/* Once per loop turn: true when it is time to publish (the ticks read every 256 turns). */
+static inline bool wstats_due(struct wstats *ws)
 {
 	if (pc_likely(++ws->tick & (STATS_PUBLISH_TURNS - 1)))
 		return false;
-	*now = clock();
-	return *now >= ws->next_publish_ns;
+	return stats_ticks() >= ws->next_publish;
 }
 
 /* The owner of a pid's start time (/proc/<pid>/stat field 22); 0 or a negative errno. */

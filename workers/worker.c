@@ -554,11 +554,10 @@ static void *worker_main(void *arg)
 	rcu_register_thread();
 	while (!atomic_load_explicit(&w->stop, memory_order_relaxed)) {
 		unsigned int work = worker_turn(w, p);
-		uint64_t now;
 
 		STAT_ADD(w->st.loops, 1);
-		if (pc_unlikely(wstats_due(&w->ws, now_ns, &now)))
-			worker_publish(w, now);
+		if (pc_unlikely(wstats_due(&w->ws)))
+			worker_publish(w, now_ns());
 		if (work || p->idle != PC_IDLE_HYBRID)
 			w->empty_turns = 0;
 		else if (++w->empty_turns >= p->idle_spins) {

@@ -223,14 +223,14 @@ void worker_sample(const struct pc_worker *w, struct pc_worker_stats *st);
 void worker_stats_release(struct pc_worker *w, struct conn *c);
 
 /*
- * Now, for the round trips: read once per completion batch that has
- * responses, and only there (w->ws.now_batch is cleared after each
- * batch). Worker thread.
+ * Now in stats_ticks(), for the round trips: read once per completion
+ * batch that has responses, and only there (w->ws.now_batch is cleared
+ * after each batch). Worker thread.
  */
 static inline uint64_t worker_now_batch(struct pc_worker *w)
 {
 	if (!w->ws.now_batch)
-		w->ws.now_batch = now_ns();
+		w->ws.now_batch = stats_ticks();
 	return w->ws.now_batch;
 }
 

@@ -25,7 +25,7 @@
  *   ----------------+------------------------------+-------------------------
  *   header          | creator, before magic is set | acquire magic, then plain
  *   worker block    | its worker: a copy of its    | seqcount (pc_stats_read_worker)
- *                   | counters every ~1 ms, under  |
+ *                   | counters every ~10 ms, under |
  *                   | its seqcount                 |
  *   connection slot | the owning worker: counters  | slot seqcount guards the
  *                   | live (relaxed, one writer),  | identity; counters are
@@ -34,8 +34,8 @@
  *
  * A worker publishes its counters rather than writing them here directly:
  * a seqcount around the writes of a whole loop turn would leave readers no
- * window to read in. The copy costs the worker one clock read every 128
- * turns and a few hundred stores every millisecond.
+ * window to read in. The copy costs the worker a TSC read every 256 turns
+ * and, every 10 ms, a clock read and a few hundred stores.
  *
  * The layout is versioned: a reader accepts a segment only when magic,
  * version and the three structure sizes all match its own.
