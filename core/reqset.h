@@ -8,7 +8,9 @@
  * slots, linear probing, deletion by backward shift (no tombstones). Ids
  * are sequential per connection, so the identity hash spreads them
  * perfectly while they span less than the table; 0 marks an empty slot
- * (request ids start at 1, so a response naming id 0 is unknown).
+ * (request ids start at 1, so a response naming id 0 is unknown). Each id
+ * carries a value (the engine: when the request was made), which moves
+ * with it.
  *
  * Owner: one worker thread; no concurrency.
  */
@@ -22,8 +24,13 @@
 
 #include <pollcore/common.h>
 
+struct reqent {
+	uint64_t id;
+	uint64_t val;
+};
+
 struct reqset {
-	uint64_t *slot;
+	struct reqent *slot;
 	uint32_t mask;
 	uint32_t n;
 	uint32_t max;
@@ -51,44 +58,49 @@ static inline void reqset_free(struct reqset *s)
 	s->slot = NULL;
 }
 
-/* Adds @id; false if it is 0, already there, or the set is full. */
-static inline bool reqset_add(struct reqset *s, uint64_t id)
+/* Adds @id with @val; false if it is 0, already there, or the set is full. */
+static inline bool reqset_add(struct reqset *s, uint64_t id, uint64_t val)
 {
 	uint32_t i = (uint32_t)id & s->mask;
 
 	if (!id || s->n >= s->max)
 		return false;
-	for (; s->slot[i]; i = (i + 1) & s->mask)
-		if (s->slot[i] == id)
+	for (; s->slot[i].id; i = (i + 1) & s->mask)
+		if (s->slot[i].id == id)
 			return false;
-	s->slot[i] = id;
+	s->slot[i] = (struct reqent){ id, val };
 	s->n++;
 	return true;
 }
 
-/* Removes @id; false if it was not there (a response nobody asked for). */
-static inline bool reqset_del(struct reqset *s, uint64_t id)
+/*
+ * Removes @id, giving its value in @val (unless NULL); false if it was not
+ * there (a response nobody asked for).
+ */
+static inline bool reqset_del(struct reqset *s, uint64_t id, uint64_t *val)
 {
 	uint32_t i = (uint32_t)id & s->mask, j, home;
 
 	if (!id)
 		return false;
-	for (; s->slot[i] != id; i = (i + 1) & s->mask)
-		if (!s->slot[i])
+	for (; s->slot[i].id != id; i = (i + 1) & s->mask)
+		if (!s->slot[i].id)
 			return false;
+	if (val)
+		*val = s->slot[i].val;
 	/* shift back every later entry of the run that may move into the hole */
 	for (j = i;;) {
 		j = (j + 1) & s->mask;
-		if (!s->slot[j])
+		if (!s->slot[j].id)
 			break;
-		home = (uint32_t)s->slot[j] & s->mask;
+		home = (uint32_t)s->slot[j].id & s->mask;
 		/* stays when its home lies cyclically in (i, j] */
 		if (i <= j ? (i < home && home <= j) : (i < home || home <= j))
 			continue;
 		s->slot[i] = s->slot[j];
 		i = j;
 	}
-	s->slot[i] = 0;
+	s->slot[i] = (struct reqent){ 0, 0 };
 	s->n--;
 	return true;
 }

@@ -73,6 +73,12 @@ void dp_credited_leave(struct pc_worker *w, struct conn *c)
 	c->grant_pending = 0;
 }
 
+void worker_stats_release(struct pc_worker *w, struct conn *c)
+{
+	(void)w;
+	(void)c;
+}
+
 void conn_request_close(struct conn *c, struct ctl_inbox *control, int err, const char *why)
 {
 	(void)c;
@@ -104,6 +110,7 @@ static void setup(void)
 
 	memset(&w, 0, sizeof(w));
 	memset(&c, 0, sizeof(c));
+	c.st = &c.st_local;
 	w.p = &params;
 	w.dev = &dev;
 	atomic_store(&w.nconns, 1);

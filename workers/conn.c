@@ -131,13 +131,15 @@ void conn_connect_done(struct conn *c, int err)
 
 /* --- allocating and freeing ---------------------------------------------------------------- */
 
-/* Zeroed, cache-aligned (its app-written line); NULL with errno set. */
+/* Zeroed, cache-aligned (its app-written line), counting locally; NULL with errno set. */
 struct conn *conn_alloc(void)
 {
 	struct conn *c = aligned_alloc(PC_CACHELINE, sizeof(*c));
 
-	if (c)
+	if (c) {
 		memset(c, 0, sizeof(*c));
+		c->st = &c->st_local;
+	}
 	return c;
 }
 

@@ -12,7 +12,8 @@
  *   identity, peer parameters    | read          | write before   | read
  *                                |               | ATTACH / UP    |
  *   cold part (id, table node)   | -             | read/write     | -
- *   counters                     | write relaxed | read           | read
+ *   counters (*st: a stats slot) | write relaxed | read           | read
+ *   gauges (backlog, held, ...)  | write relaxed | read           | read
  *   creq                         | exchange (UP) | exchange       | create, wait
  *   refs_app, next_req_id,       | read          | -              | RMW
  *   req_abandoned (app line)     |               |                |
@@ -39,6 +40,7 @@
 #include <urcu/wfcqueue.h>
 
 #include <pollcore/common.h>
+#include <pollcore/stats.h>
 
 #include "reqset.h"
 #include "sq.h"
@@ -272,8 +274,13 @@ struct conn {
 	void *user;
 	struct wr_ctx credit_ctx;
 	struct wr_ctx marker_ctx;
-	/* stats: written by the worker, sampled by others (CONN_COUNTERS) */
-	uint64_t msgs_sent, msgs_recv, bytes_sent, bytes_recv, credit_stalls, sq_stalls, msgs_dropped;
+	/*
+	 * Counters (CONN_COUNTERS): in the worker's slot of the stats segment
+	 * while attached, so other processes read them live; in st_local
+	 * before and after, or when there is no slot. Written by the worker
+	 * (relaxed); st changes on the worker only, published with release.
+	 */
+	struct pc_stats_conn *st;
 
 	/* drain */
 	uint64_t drain_deadline_ns;
@@ -335,6 +342,12 @@ struct conn {
 	/* pc_call(): the next request id, and ids taken but never submitted */
 	uint64_t next_req_id;
 	uint64_t req_abandoned;
+
+	/* before the worker gives it a slot, after it gives the slot back, or without one */
+	struct pc_stats_conn st_local pc_cache_aligned;
+	/* the peer's numeric address and port; control, before ATTACH */
+	char peer[sizeof(((struct pc_stats_conn *)0)->peer)];
+	uint16_t peer_port;
 };
 static_assert(offsetof(struct conn, refs_app) % PC_CACHELINE == 0,
 	      "app-written fields start their own cache line");
@@ -343,11 +356,18 @@ static_assert(offsetof(struct conn, sq) == PC_CACHELINE,
 static_assert(offsetof(struct conn, w) == 2 * PC_CACHELINE,
 	      "the send queue and credit state fill the second");
 
-/* The conn's fields pc_conn_info() samples, named as there. */
+/*
+ * What pc_conn_info() samples, named as there: counters from c->st, and
+ * gauges, which the worker's logic reads too, from the conn (mirrored into
+ * c->st with CONN_GAUGE_SET for other processes).
+ */
 #define CONN_COUNTERS(X) \
 	X(msgs_sent) X(msgs_recv) X(bytes_sent) X(bytes_recv) X(credit_stalls) X(sq_stalls) \
-	X(msgs_dropped) \
-	X(backlog) X(inflight_req) X(held)
+	X(msgs_dropped) X(rnr_errors) X(retry_errors)
+#define CONN_GAUGES(X) X(backlog) X(inflight_req) X(held)
+
+/* @c's gauge @f changed: one relaxed store into its stats slot. Owning worker. */
+#define CONN_GAUGE_SET(c, f) __atomic_store_n(&(c)->st->f, (c)->f, __ATOMIC_RELAXED)
 
 /*
  * c->state is written by the owning worker (by control once the workers
@@ -356,7 +376,14 @@ static_assert(offsetof(struct conn, w) == 2 * PC_CACHELINE,
  */
 static inline void conn_set_state(struct conn *c, enum conn_state s)
 {
+	static const uint8_t slot_state[] = {
+		[CONN_ATTACHING] = PC_STATS_CONN_ATTACHED, [CONN_ATTACHED] = PC_STATS_CONN_ATTACHED,
+		[CONN_UP] = PC_STATS_CONN_UP, [CONN_DRAINING] = PC_STATS_CONN_DRAINING,
+		[CONN_DRAINED] = PC_STATS_CONN_DOWN, [CONN_RETIRED] = PC_STATS_CONN_DOWN,
+	};
+
 	__atomic_store_n(&c->state, (uint8_t)s, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->st->state, slot_state[s], __ATOMIC_RELAXED);
 }
 
 /* An application thread takes a reference on @c (engine.h's lifetime rule). */

@@ -123,6 +123,18 @@ static struct pc_worker *pick_worker(struct pc_engine *e, struct ibv_context *ct
 	return best;
 }
 
+/* The peer's numeric address and port, for the stats slot (pollcore-stat --conns). */
+static void conn_name_peer(struct conn *c)
+{
+	struct sockaddr *sa = rdma_get_peer_addr(c->id);
+	socklen_t len = sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+						  : sizeof(struct sockaddr_in);
+
+	if (getnameinfo(sa, len, c->peer, sizeof(c->peer), NULL, 0, NI_NUMERICHOST))
+		snprintf(c->peer, sizeof(c->peer), "?");
+	c->peer_port = ntohs(rdma_get_dst_port(c->id));
+}
+
 /* Creates the QP on @w, publishes the conn and hands it to the worker. */
 static int conn_attach(struct pc_engine *e, struct conn *c, struct pc_worker *w)
 {
@@ -130,6 +142,7 @@ static int conn_attach(struct pc_engine *e, struct conn *c, struct pc_worker *w)
 
 	if (ret)
 		return ret;
+	conn_name_peer(c);
 	atomic_fetch_add(&w->nconns, 1);
 	/* admitted: counted until retired (conn_retire()) */
 	w->adm.conns++;

@@ -55,7 +55,7 @@ void dp_mark_dirty(struct pc_worker *w, struct conn *c)
 /* Sends that were accepted (0 returned) and will not be delivered: counted, never silent. */
 void dp_count_dropped(struct pc_worker *w, struct conn *c, uint32_t n)
 {
-	STAT_ADD(c->msgs_dropped, n);
+	STAT_ADD(c->st->msgs_dropped, n);
 	STAT_ADD(w->st.msgs_dropped, n);
 }
 
@@ -144,6 +144,7 @@ void dp_msg_release(struct pc_worker *w, struct msg *m)
 	if (!c)
 		return;
 	STAT_ADD(c->held, (uint32_t)-1);
+	CONN_GAUGE_SET(c, held);
 	STAT_ADD(w->st.rx_held, (uint32_t)-1);
 	if (c->state <= CONN_UP) {
 		/* granted again (raw: its receive queue topped up) at the next flush once UP */
@@ -247,17 +248,25 @@ static inline void credits_take(struct conn *c, uint64_t g)
 
 /* --- receives ------------------------------------------------------------------ */
 
-/* Takes @req_id out of @c's requests in flight; false (error set) if it was not there. */
+/*
+ * Takes @req_id out of @c's requests in flight, and counts its round trip;
+ * false (error set) if it was not there.
+ */
 static bool response_matches(struct pc_worker *w, struct conn *c, uint64_t req_id)
 {
-	if (pc_unlikely(!reqset_del(&c->reqs, req_id))) {
+	uint64_t t_call = 0, now;
+
+	if (pc_unlikely(!reqset_del(&c->reqs, req_id, &t_call))) {
 		pc_set_error(-EPROTO,
 			     "%s port %u qp 0x%x: response to request id %llu, which awaits none; closing",
 			     w->dev->name, w->dev->port, c->qpn, (unsigned long long)req_id);
 		return false;
 	}
 	STAT_ADD(c->inflight_req, (uint32_t)-1);
+	CONN_GAUGE_SET(c, inflight_req);
 	STAT_ADD(c->req_answered, 1);
+	now = worker_now_batch(w);
+	wstats_rpc(&w->ws, now > t_call ? stats_ticks_ns(now - t_call) : 0);
 	return true;
 }
 
@@ -276,6 +285,7 @@ static void dp_recv(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
 		m->in_srq = 0;
 	}
 	if (pc_unlikely(wc->status != IBV_WC_SUCCESS)) {
+		wstats_wc(&w->ws, wc->status);
 		/* flushes are how a closing QP ends, not errors */
 		if (wc->status != IBV_WC_WR_FLUSH_ERR)
 			STAT_ADD(w->st.wc_errors, 1);
@@ -298,6 +308,7 @@ static void dp_recv(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
 	}
 	m->origin = c;
 	STAT_ADD(c->held, 1);
+	CONN_GAUGE_SET(c, held);
 	STAT_ADD(w->st.rx_held, 1);
 	msg_bind(m, c);
 	m->pub.user = NULL;
@@ -358,8 +369,8 @@ static void dp_recv(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
 			return;
 		}
 	}
-	STAT_ADD(c->msgs_recv, 1);
-	STAT_ADD(c->bytes_recv, m->pub.len);
+	STAT_ADD(c->st->msgs_recv, 1);
+	STAT_ADD(c->st->bytes_recv, m->pub.len);
 	STAT_ADD(w->st.rx_msgs, 1);
 	if (pc_unlikely(c->state == CONN_ATTACHED)) {
 		/*
@@ -525,8 +536,13 @@ void dp_handle_wc(struct pc_worker *w, struct ibv_wc *wc)
 	}
 	if (pc_unlikely(wc->status != IBV_WC_SUCCESS)) {
 		err = pc_wc_error(w->dev, wc, ctx_what(ctx));
+		wstats_wc(&w->ws, wc->status);
 		if (wc->status != IBV_WC_WR_FLUSH_ERR)
 			STAT_ADD(w->st.wc_errors, 1);
+		if (wc->status == IBV_WC_RNR_RETRY_EXC_ERR)
+			STAT_ADD(c->st->rnr_errors, 1);
+		else if (wc->status == IBV_WC_RETRY_EXC_ERR)
+			STAT_ADD(c->st->retry_errors, 1);
 	}
 	sq_complete_at(w, c, t, err);
 	if (pc_unlikely(err) && wc->status != IBV_WC_WR_FLUSH_ERR)
@@ -592,8 +608,8 @@ static pc_always_inline void add_send(struct pc_worker *w, struct conn *c, struc
 	wr->send_flags = bytes <= c->max_inline ? IBV_SEND_INLINE : 0;
 	wr->wr_id = (uintptr_t)&m->ctx;
 	m->ctx.conn = c;
-	STAT_ADD(c->msgs_sent, 1);
-	STAT_ADD(c->bytes_sent, m->pub.len);
+	STAT_ADD(c->st->msgs_sent, 1);
+	STAT_ADD(c->st->bytes_sent, m->pub.len);
 }
 
 static pc_always_inline void add_op(struct pc_worker *w, struct pc_op *op)
@@ -794,7 +810,7 @@ static void flush_conn(struct pc_worker *w, struct conn *c)
 					if (!c->credit_stalled) {
 						PC_PROBE(credit_stall, c->qpn);
 						c->credit_stalled = true;
-						STAT_ADD(c->credit_stalls, 1);
+						STAT_ADD(c->st->credit_stalls, 1);
 						STAT_ADD(w->st.credit_stalls, 1);
 					}
 					stalled = true;
@@ -816,10 +832,11 @@ static void flush_conn(struct pc_worker *w, struct conn *c)
 		c->bl_head = ctx->next;
 		STAT_ADD(c->backlog, (uint32_t)-1);
 	}
+	CONN_GAUGE_SET(c, backlog);
 	if (!c->bl_head)
 		c->bl_tail = &c->bl_head;
 	else if (!stalled)
-		STAT_ADD(c->sq_stalls, 1);
+		STAT_ADD(c->st->sq_stalls, 1);
 	if (ch->n)
 		post_chain(w, c);
 }
@@ -851,6 +868,7 @@ static void backlog_add(struct conn *c, struct wr_ctx *ctx)
 	*c->bl_tail = ctx;
 	c->bl_tail = &ctx->next;
 	STAT_ADD(c->backlog, 1);
+	CONN_GAUGE_SET(c, backlog);
 }
 
 static bool conn_accepts(const struct conn *c)
@@ -868,13 +886,14 @@ int dp_send(struct pc_worker *w, struct msg *m)
 	}
 	if (m->pub.type == PC_MSG_REQUEST && !c->raw) {
 		/* pc_call() keeps the window, so this fails only for an id used twice */
-		if (pc_unlikely(!reqset_add(&c->reqs, m->pub.req_id))) {
+		if (pc_unlikely(!reqset_add(&c->reqs, m->pub.req_id, m->t_call))) {
 			pc_warn("%s qp 0x%x: request id %llu already in flight; message released",
 				w->dev->name, c->qpn, (unsigned long long)m->pub.req_id);
 			dp_msg_release(w, m);
 			return -EINVAL;
 		}
 		STAT_ADD(c->inflight_req, 1);
+		CONN_GAUGE_SET(c, inflight_req);
 	}
 	backlog_add(c, &m->ctx);
 	if (c->state == CONN_UP)

@@ -62,6 +62,7 @@ static void backlog_cancel(struct pc_worker *w, struct conn *c)
 	c->bl_head = NULL;
 	c->bl_tail = &c->bl_head;
 	__atomic_store_n(&c->backlog, 0, __ATOMIC_RELAXED);
+	CONN_GAUGE_SET(c, backlog);
 	while (ctx) {
 		struct wr_ctx *next = ctx->next;
 
@@ -154,7 +155,7 @@ static bool drain_done(struct pc_worker *w, struct conn *c, uint64_t now)
 	}
 	pc_info("%s port %u qp 0x%x: closed (%s); drain ended by %s; %llu accepted messages dropped",
 		w->dev->name, w->dev->port, c->qpn, c->close_why, rule,
-		(unsigned long long)c->msgs_dropped);
+		(unsigned long long)c->st->msgs_dropped);
 	return true;
 }
 
@@ -200,6 +201,7 @@ void drain_maybe_retire(struct pc_worker *w, struct conn *c)
 	if (*slot == c)
 		*slot = NULL;
 	conn_set_state(c, CONN_RETIRED);
+	worker_stats_release(w, c);
 	atomic_fetch_sub(&w->nconns, 1);
 	ctl_post(w->control, c, CTL_RETIRE);
 }

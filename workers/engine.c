@@ -217,6 +217,27 @@ static int placement(struct pc_engine *e)
 	return ret;
 }
 
+/*
+ * The stats segment, for pollcore-stat and the like. Without one the engine
+ * runs all the same (counters stay readable in the process), said aloud.
+ */
+static void stats_segment(struct pc_engine *e, unsigned int nworkers)
+{
+	char devs[128] = "";
+	size_t len = 0;
+	unsigned int d;
+	int ret;
+
+	for (d = 0; d < e->ndevs && len < sizeof(devs); d++)
+		len += (size_t)snprintf(devs + len, sizeof(devs) - len, "%s%s", d ? "," : "",
+					e->devnames[d]);
+	stats_clock_init();
+	ret = stats_seg_create(&e->seg, nworkers, e->p.max_conns_per_worker, devs);
+	if (ret)
+		pc_warn("no stats segment (%s); pollcore-stat cannot see this engine",
+			pc_last_error());
+}
+
 struct pc_engine *pc_engine_create(const struct pc_engine_params *params)
 {
 	struct pc_engine *e = calloc(1, sizeof(*e));
@@ -246,6 +267,7 @@ struct pc_engine *pc_engine_create(const struct pc_engine_params *params)
 		goto err;
 	}
 	memset(e->workers, 0, n * sizeof(*e->workers));
+	stats_segment(e, n);
 	ret = control_start(e);
 	if (ret)
 		goto err;
@@ -260,6 +282,8 @@ struct pc_engine *pc_engine_create(const struct pc_engine_params *params)
 			.conns = e->conns,
 			.control = &e->inbox,
 			.must_bind = has_overrides(e),
+			.stats_blk = stats_seg_worker(&e->seg, i),
+			.stats_slots = stats_seg_conns(&e->seg, i),
 		};
 
 		ret = worker_start(&e->workers[i], &cfg);
@@ -426,6 +450,8 @@ void pc_engine_destroy(struct pc_engine *e)
 	free(e->devs);
 	free(e->dlife);
 	pthread_mutex_destroy(&e->workers_lock);
+	/* the workers' last publishes are in: readers see the final counts until it goes */
+	stats_seg_destroy(&e->seg);
 	free(e);
 }
 
@@ -560,6 +586,9 @@ int pc_call(struct pc_msg *msg, uint64_t *req_id)
 	} while (!__atomic_compare_exchange_n(&c->next_req_id, &id, id + 1, true,
 					      __ATOMIC_RELAXED, __ATOMIC_RELAXED));
 	msg->req_id = id;
+	/* on the worker, inside a batch that had a response: that batch's clock read */
+	msg_of(msg)->t_call = self_worker == c->w && c->w->ws.now_batch ? c->w->ws.now_batch
+									 : stats_ticks();
 	ret = msg_submit(msg, PC_MSG_REQUEST);
 	if (ret) {
 		/* give the id back; if another thread took the next one, count it abandoned */
@@ -687,6 +716,8 @@ void pc_conn_set_user(struct pc_conn *conn, void *user)
 void pc_conn_info(const struct pc_conn *pconn, struct pc_conn_info *info)
 {
 	const struct conn *c = (const struct conn *)pconn;
+	/* acquire: pairs with the release where the worker moves the counters */
+	const struct pc_stats_conn *st = __atomic_load_n(&c->st, __ATOMIC_ACQUIRE);
 
 	memset(info, 0, sizeof(*info));
 	snprintf(info->device, sizeof(info->device), "%s", c->w->dev->name);
@@ -694,9 +725,17 @@ void pc_conn_info(const struct pc_conn *pconn, struct pc_conn_info *info)
 	info->worker = (int)c->w->idx;
 	info->app_slot = c->app_slot;
 	info->raw = c->raw;
-#define SAMPLE(f) info->f = STAT_LD(c->f);
+#define SAMPLE(f) info->f = STAT_LD(st->f);
 	CONN_COUNTERS(SAMPLE)
 #undef SAMPLE
+#define SAMPLE(f) info->f = STAT_LD(c->f);
+	CONN_GAUGES(SAMPLE)
+#undef SAMPLE
+}
+
+const char *pc_stats_segment(const struct pc_engine *e)
+{
+	return e->seg.base ? e->seg.name : NULL;
 }
 
 unsigned int pc_engine_nworkers(const struct pc_engine *e)
@@ -711,31 +750,17 @@ static_assert(sizeof(struct pc_worker_stats) ==
 	      FIELD_SIZE(thread_domain) FIELD_SIZE(submit_full)
 	      FIELD_SIZE(tx_held) WORKER_COUNTERS(FIELD_SIZE),
 	      "pc_engine_stats() samples every field");
+static_assert(sizeof(struct pc_worker_stats) ==
+	      0 FIELD_SIZE(name) FIELD_SIZE(pu) FIELD_SIZE(numa_node)
+	      PC_WORKER_STATS_FIELDS(FIELD_SIZE, FIELD_SIZE),
+	      "PC_WORKER_STATS_FIELDS names every counter");
 #undef FIELD_SIZE
 
 int pc_engine_stats(const struct pc_engine *e, unsigned int idx, struct pc_worker_stats *st)
 {
-	const struct pc_worker *w;
-	struct pc_ring_stats rs;
-	struct pc_pool_stats ps;
-
 	if (idx >= e->nworkers)
 		return -EINVAL;
-	w = &e->workers[idx];
-	/* name, pu, numa_node and the verbs flavour are set before the worker is ready */
-	memcpy(st->name, w->st.name, sizeof(st->name));
-	st->pu = w->st.pu;
-	st->numa_node = w->st.numa_node;
-	st->cq_single_threaded = w->st.cq_single_threaded;
-	st->thread_domain = w->st.thread_domain;
-#define SAMPLE(f) st->f = STAT_LD(w->st.f);
-	WORKER_COUNTERS(SAMPLE)
-#undef SAMPLE
-
-	pc_ring_mpsc_stats(w->submit, &rs);
-	st->submit_full = rs.full;
-	pc_pool_stats(w->tx, &ps);
-	st->tx_held = ps.in_use;
+	worker_sample(&e->workers[idx], st);
 	return 0;
 }
 

@@ -60,6 +60,7 @@ struct pc_engine {
 	atomic_int ctl_ready;
 
 	atomic_int *slot_taken;
+	struct stats_seg seg;		/* the stats segment (stats.c); base NULL: none */
 	struct pc_engine *next_engine;	/* the process's engines (control.c), under its lock */
 	bool listed;
 };

@@ -35,8 +35,8 @@ static void ka_scan(struct pc_worker *w)
 		/* c->w is set before the conn is published; other workers' conns are not ours */
 		if (c->w != w || c->state != CONN_UP || c->raw)
 			continue;
-		if (c->msgs_recv != c->ka_recv) {
-			c->ka_recv = c->msgs_recv;
+		if (c->st->msgs_recv != c->ka_recv) {
+			c->ka_recv = c->st->msgs_recv;
 			c->ka_idle = 0;
 			continue;
 		}

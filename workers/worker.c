@@ -18,6 +18,8 @@ __thread struct pc_worker *self_worker;
 /* Send WRs in flight per worker at most, whatever the connections (CQ size). */
 #define CQ_SEND_MAX (32u * 1024)
 
+static void worker_publish(struct pc_worker *w, uint64_t now);
+
 static void *numa_pool_alloc(size_t len, size_t align, void *arg)
 {
 	struct pc_worker *w = arg;
@@ -82,6 +84,11 @@ static int worker_setup(struct pc_worker *w)
 			alloc = &numa;
 		}
 	}
+
+	/* after binding: the stats block and slots are first touched on this node */
+	ret = wstats_init(&w->ws, w->stats_blk, w->stats_slots, p->max_conns_per_worker);
+	if (ret)
+		return ret;
 
 	/* receive buffers: the NIC writes them locally; nothing remote */
 	snprintf(name, sizeof(name), "w%u-rx", w->idx);
@@ -189,6 +196,7 @@ static int worker_setup(struct pc_worker *w)
 				    d->port, p->srq_depth, strerror(errno));
 	ctl_inbox_init(&w->inbox, wake_cb, w);
 	dp_refill_srq(w, true);
+	worker_publish(w, now_ns());
 	pc_info("%s: %s on PU %d (NUMA %d), CQ %d%s, SRQ %u (watermark %u), %s, %s verbs, %s idle",
 		w->name, d->name, w->st.pu, w->st.numa_node, cqe,
 		w->cq_single ? " single-threaded" : "", p->srq_depth, p->srq_watermark, w->domain,
@@ -295,6 +303,75 @@ static void worker_teardown(struct pc_worker *w)
 	free(w->tx_msgs);
 	free(w->rx_msgs);
 	free(w->raw_msgs);
+	wstats_free(&w->ws);
+}
+
+/* --- stats ------------------------------------------------------------------------------ */
+
+/* What pc_engine_stats() gives: the counters, the submission ring's and send pool's. */
+void worker_sample(const struct pc_worker *w, struct pc_worker_stats *st)
+{
+	struct pc_ring_stats rs;
+	struct pc_pool_stats ps;
+
+	/* name, pu, numa_node and the verbs flavour are set before the worker is ready */
+	memcpy(st->name, w->st.name, sizeof(st->name));
+	st->pu = w->st.pu;
+	st->numa_node = w->st.numa_node;
+	st->cq_single_threaded = w->st.cq_single_threaded;
+	st->thread_domain = w->st.thread_domain;
+#define SAMPLE(f) st->f = STAT_LD(w->st.f);
+	WORKER_COUNTERS(SAMPLE)
+#undef SAMPLE
+	pc_ring_mpsc_stats(w->submit, &rs);
+	st->submit_full = rs.full;
+	pc_pool_stats(w->tx, &ps);
+	st->tx_held = ps.in_use;
+}
+
+/* Copies the counters into the stats segment (worker thread). */
+static void worker_publish(struct pc_worker *w, uint64_t now)
+{
+	struct pc_worker_stats st;
+
+	if (!w->ws.blk)
+		return;
+	worker_sample(w, &st);
+	wstats_publish(&w->ws, &st, now);
+}
+
+/* @c was attached: its counters move to a slot of the segment, readable from outside. */
+static void conn_stats_open(struct pc_worker *w, struct conn *c)
+{
+	struct pc_stats_conn id = {
+		.state = PC_STATS_CONN_ATTACHED,
+		.qp_num = c->qpn,
+		.worker = (uint16_t)w->idx,
+		.raw = c->raw,
+		.passive = c->passive,
+		.peer_port = c->peer_port,
+		.since_ns = now_ns(),
+	};
+	struct pc_stats_conn *slot;
+
+	memcpy(id.peer, c->peer, sizeof(id.peer));
+	slot = wstats_slot_open(&w->ws, &id);
+	/* release: the slot's identity before pc_conn_info() on another thread reads it */
+	if (slot)
+		__atomic_store_n(&c->st, slot, __ATOMIC_RELEASE);
+}
+
+/* @c retires: its last counts go back into the conn, its slot is free again. */
+void worker_stats_release(struct pc_worker *w, struct conn *c)
+{
+	struct pc_stats_conn *slot = c->st;
+
+	if (slot == &c->st_local)
+		return;
+	c->st_local = *slot;
+	/* release: st_local is complete before anyone reads it through c->st */
+	__atomic_store_n(&c->st, &c->st_local, __ATOMIC_RELEASE);
+	wstats_slot_close(&w->ws, slot);
 }
 
 /* Applies control messages; returns how many there were. */
@@ -322,6 +399,7 @@ unsigned int worker_apply_ctl(struct pc_worker *w)
 			else
 				dp_credited_join(w, c);
 			w->cache[c->qpn & (PC_ARRAY_SIZE(w->cache) - 1)] = c;
+			conn_stats_open(w, c);
 			STAT_ADD(w->st.conns, 1);
 			break;
 		case CTL_UP: {
@@ -403,11 +481,14 @@ static void worker_sleep(struct pc_worker *w)
 		PC_PROBE(poll_batch, n);
 		for (i = 0; i < n; i++)
 			dp_handle_wc(w, &w->wc[i]);
+		w->ws.now_batch = 0;
 		if (n > 0)
 			STAT_ADD(w->st.completions, (uint64_t)n);
 		return;
 	}
 	t0 = now_ns();
+	/* readers see what it did before it went to sleep */
+	worker_publish(w, t0);
 	qsbr_offline();
 	n = poll(pfd, 2, 100); /* bounded: stats stay fresh, timers run */
 	rcu_thread_online();
@@ -447,6 +528,7 @@ static unsigned int worker_turn(struct pc_worker *w, const struct pc_engine_para
 		PC_PROBE(poll_batch, n);
 		for (i = 0; i < (unsigned int)n; i++)
 			dp_handle_wc(w, &w->wc[i]);
+		w->ws.now_batch = 0;
 		STAT_ADD(w->st.completions, (uint64_t)n);
 	} else {
 		if (pc_unlikely(n < 0)) {
@@ -512,6 +594,8 @@ static void *worker_main(void *arg)
 		unsigned int work = worker_turn(w, p);
 
 		STAT_ADD(w->st.loops, 1);
+		if (pc_unlikely(wstats_due(&w->ws)))
+			worker_publish(w, now_ns());
 		if (work || p->idle != PC_IDLE_HYBRID)
 			w->empty_turns = 0;
 		else if (++w->empty_turns >= p->idle_spins) {
@@ -522,6 +606,7 @@ static void *worker_main(void *arg)
 		qsbr_quiescent();
 	}
 	qsbr_unregister();
+	worker_publish(w, now_ns());
 	/* resources go in worker_destroy(), once no QP uses the CQ and SRQ */
 	return NULL;
 }
@@ -538,6 +623,8 @@ int worker_start(struct pc_worker *w, const struct worker_cfg *cfg)
 	w->conns = cfg->conns;
 	w->control = cfg->control;
 	w->must_bind = cfg->must_bind;
+	w->stats_blk = cfg->stats_blk;
+	w->stats_slots = cfg->stats_slots;
 	w->efd = -1;
 	w->hybrid = w->p->idle == PC_IDLE_HYBRID;
 	w->wr_ex = worker_wants_wr_ex(w);

@@ -14,7 +14,10 @@
  *   w->submit (MPSC ring)        | dequeue       | -              | enqueue
  *   chan->to_app (SPSC ring)     | enqueue       | -              | dequeue (1)
  *   chan->txfree (SPSC ring)     | enqueue       | -              | dequeue (1)
- *   stats                        | write relaxed | read           | read
+ *   stats (w->st)                | write relaxed | read           | read
+ *   w->ws, its segment block     | write         | -              | - (other
+ *   and conn slots               |               |                | processes:
+ *                                |               |                | seqcount)
  *
  *   (1) the one application thread attached to that slot.
  *
@@ -41,6 +44,7 @@
 #include "conn.h"
 #include "credit.h"
 #include "probe_pvt.h"
+#include "stats_pvt.h"
 #include "verbs_pvt.h"
 
 /* the wire's message types are the public ones */
@@ -71,6 +75,7 @@ struct msg {
 	uint8_t pool;		/* enum msg_pool */
 	uint8_t in_srq;		/* posted on the SRQ (teardown reclaims it) */
 	uint8_t in_rq;		/* posted on a raw peer's own receive queue (rctx.conn) */
+	uint64_t t_call;	/* pc_call(): when, for the round-trip histogram */
 };
 
 static inline struct msg *msg_of(struct pc_msg *m)
@@ -115,6 +120,8 @@ struct worker_cfg {
 	struct cds_lfht *conns;			/* the connection table, for lookups */
 	struct ctl_inbox *control;		/* the control thread's inbox */
 	bool must_bind;				/* placement was asked for: binding must work */
+	struct pc_stats_worker *stats_blk;	/* its block in the stats segment, or NULL */
+	struct pc_stats_conn *stats_slots;	/* and its max_conns_per_worker conn slots */
 };
 
 struct pc_worker {
@@ -190,12 +197,17 @@ struct pc_worker {
 	bool must_bind;
 	bool joined;	/* worker_stop() done (engine's workers_lock) */
 	bool released;	/* its device is gone: verbs objects given back (devloss.c) */
+	struct pc_stats_worker *stats_blk;
+	struct pc_stats_conn *stats_slots;
 	int setup_err;
 	char name[16];
 	atomic_int ready;
 
 	/* written by the worker, sampled by anyone */
 	struct pc_worker_stats st pc_cache_aligned;
+
+	/* the worker's only: what it publishes to the stats segment beyond st */
+	struct wstats ws pc_cache_aligned;
 } __attribute__((aligned(PC_CACHELINE)));
 
 static_assert(ATOMIC_INT_LOCK_FREE == 2 && ATOMIC_LLONG_LOCK_FREE == 2,
@@ -225,6 +237,20 @@ void worker_release_device(struct pc_worker *w);
 void worker_destroy(struct pc_worker *w);
 void worker_wake(struct pc_worker *w);
 unsigned int worker_apply_ctl(struct pc_worker *w);
+void worker_sample(const struct pc_worker *w, struct pc_worker_stats *st);
+void worker_stats_release(struct pc_worker *w, struct conn *c);
+
+/*
+ * Now in stats_ticks(), for the round trips: read once per completion
+ * batch that has responses, and only there (w->ws.now_batch is cleared
+ * after each batch). Worker thread.
+ */
+static inline uint64_t worker_now_batch(struct pc_worker *w)
+{
+	if (!w->ws.now_batch)
+		w->ws.now_batch = stats_ticks();
+	return w->ws.now_batch;
+}
 
 /* qp.c */
 void worker_create_domain(struct pc_worker *w);

@@ -548,6 +548,8 @@ struct pc_conn_info {
 	uint64_t credit_stalls;	/* sends that waited for credits */
 	uint64_t sq_stalls;	/* sends that waited for send-queue slots */
 	uint64_t msgs_dropped;	/* sends accepted (0 returned) that the close dropped */
+	uint64_t rnr_errors;	/* sends failed: receiver not ready, retries exhausted */
+	uint64_t retry_errors;	/* sends failed: transport retries exhausted */
 	uint32_t backlog;	/* messages waiting now */
 	uint32_t inflight_req;	/* requests awaiting a response */
 	uint32_t held;		/* buffers of this connection held by the app */
@@ -601,6 +603,21 @@ struct pc_worker_stats {
 	uint32_t credits_out;	/* credits granted to peers, not yet used (<= srq_outstanding) */
 	uint32_t window;	/* what each credited connection may hold now: its share of the SRQ */
 };
+
+/*
+ * The counters of struct pc_worker_stats, in order, for code that walks
+ * them (pollcore-stat --json): X64(name) for each uint64_t, X32(name) for
+ * each uint32_t.
+ */
+#define PC_WORKER_STATS_FIELDS(X64, X32) \
+	X32(cq_single_threaded) X32(thread_domain) \
+	X64(loops) X64(polls) X64(empty_polls) X64(completions) X64(wrs_posted) X64(doorbells) \
+	X64(srq_posted) X64(srq_doorbells) X64(srq_limit_events) X64(rx_msgs) X64(tx_msgs) \
+	X64(handoff_full) X64(submit_full) X64(credit_stalls) X64(credit_writes) \
+	X64(credit_piggybacks) X64(sleeps) X64(sleep_ns) \
+	X64(wakeups_cq) X64(wakeups_submit) X64(wc_errors) X64(stray_completions) \
+	X64(poll_errors) X64(msgs_dropped) \
+	X32(conns) X32(rx_held) X32(tx_held) X32(srq_outstanding) X32(credits_out) X32(window)
 
 /**
  * pc_engine_for_each_conn - visit every live connection.

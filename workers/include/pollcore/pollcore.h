@@ -9,5 +9,6 @@
 #include <pollcore/pool.h>
 #include <pollcore/numa.h>
 #include <pollcore/engine.h>
+#include <pollcore/stats.h>
 
 #endif /* POLLCORE_POLLCORE_H */
