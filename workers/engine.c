@@ -592,15 +592,16 @@ int pc_call(struct pc_msg *msg, uint64_t *req_id)
 	ret = msg_submit(msg, PC_MSG_REQUEST);
 	if (ret) {
 		/* give the id back; if another thread took the next one, count it abandoned */
-		uint64_t next = msg->req_id + 1;
+		uint64_t next = id + 1;
 
-		if (!__atomic_compare_exchange_n(&c->next_req_id, &next, msg->req_id, false,
+		if (!__atomic_compare_exchange_n(&c->next_req_id, &next, id, false,
 						 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 			__atomic_fetch_add(&c->req_abandoned, 1, __ATOMIC_RELAXED);
 		return ret;
 	}
+	/* not msg->req_id: once submitted, the message is the worker's and may be reused */
 	if (req_id)
-		*req_id = msg->req_id;
+		*req_id = id;
 	return 0;
 }
 
