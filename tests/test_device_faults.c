@@ -26,10 +26,9 @@
  *    the address back and the port is ACTIVE within a second.
  *  - Under traffic, rxe fails the sends posted while the port is DOWN
  *    (local QP operation error): the connections on rxe0 close. Afterwards
- *    rxe0's GSI QP (QP1) was in ERR (`rdma resource show qp`), likely from a
- *    CM MAD (the closing connections' DREQs) sent while DOWN: the MAD layer
- *    recovers QP1 only from SQE. rdma_cm on rxe0 then fails, rping too (a
- *    connect times out), until rxe0 is created again.
+ *    rdma_cm on rxe0 failed in every run, rping too (a connect times out),
+ *    until rxe0 was created again; rxe0's GSI QP (QP1) was in ERR in one
+ *    run, in RTS in another (cause not found).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -587,16 +586,17 @@ START_TEST(test_link_flap)
 	EXPECT(progress(cli, 3, 0, mid[3] + 100, 30000), "the rxe1 connection stalled");
 
 	/*
-	 * New connections work afterwards (rdma_cm may need a moment), unless
-	 * the flap left rxe0's QP1 in ERR (the header): then rdma_cm itself
-	 * cannot connect on rxe0 until it is created again, which needs these
-	 * engines gone; new connections are checked on the new rxe0 below.
+	 * New connections work afterwards (rdma_cm may need a moment), as far
+	 * as plain rdma_cm (rping) does: after a flap under traffic it may not
+	 * on rxe0 until rxe0 is created again (the header), which needs these
+	 * engines gone; new connections are then checked on the new rxe0 below.
 	 */
-	cm_dead = strcmp(gsi_state("rxe0"), "ERR") == 0;
-	printf("rxe0's QP1 after the flap: %s\n", gsi_state("rxe0"));
+	cm_dead = !rping_works(ADDR0);
+	printf("rxe0 after the flap: plain rdma_cm (rping) %s, QP1 %s\n",
+	       cm_dead ? "fails" : "works", gsi_state("rxe0"));
 	if (cm_dead)
-		printf("test bed: rxe0's QP1 is in ERR, rdma_cm cannot connect on rxe0 until it is "
-		       "created again; new rxe0 connections are checked on the re-created rxe0\n");
+		printf("test bed: rdma_cm on rxe0 fails after the flap, rping too; new rxe0 "
+		       "connections are checked on a re-created rxe0\n");
 	end = fnow_ms() + (cm_dead ? 0 : 30000);
 	while (!cm_dead && idx < 0 && fnow_ms() < end) {
 		idx = fcli_add(cli, ADDR0, srv->port, 5000);
@@ -605,11 +605,8 @@ START_TEST(test_link_flap)
 	}
 	EXPECT(cm_dead || idx == 4, "no new rxe0 connection within 30 s of the flap: %s",
 	       pc_last_error());
-	if (!cm_dead && idx != 4) {
+	if (!cm_dead && idx != 4)
 		fsh_within(10, "rdma resource show qp");
-		printf("plain rdma_cm (rping) on rxe0 after the flap: %s\n",
-		       rping_works(ADDR0) ? "works" : "fails too (the test bed)");
-	}
 	if (idx == 4)
 		EXPECT(fcli_wait_recv(cli, 4, 200, 30000), "the new rxe0 connection: %u echoes",
 		       atomic_load(&cli->g[4].recv));
@@ -623,7 +620,6 @@ START_TEST(test_link_flap)
 	if (cm_dead) {
 		/* the engines are gone, so rxe0 can be deleted; fresh ones connect on the new rxe0 */
 		ck_assert_msg(recreate(0), "rxe0 could not be created again after the flap");
-		ck_assert_str_eq(gsi_state("rxe0"), "RTS");
 		srv = stage(&cli, 2, 1);
 		EXPECT(fcli_wait_recv(cli, 0, 300, 30000), "a new rxe0 connection after the flap: "
 		       "%u echoes", atomic_load(&cli->g[0].recv));
