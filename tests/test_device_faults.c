@@ -21,6 +21,8 @@
  *  - rxe cannot disassociate user contexts: `rdma link delete` blocks in
  *    ib_uverbs_remove_one until every process has closed its verbs context
  *    on the device (so an engine that keeps the device open blocks it).
+ *    After pc_engine_destroy() the process still holds one: librdmacm's own,
+ *    closed only once a re-read device list no longer has the device.
  *  - `ip link set d0 down` takes rxe0's port DOWN and removes d0's
  *    link-local address (GID index 0, made from the MAC, stays); `up` puts
  *    the address back and the port is ACTIVE within a second.
@@ -42,6 +44,8 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <rdma/rdma_cma.h>
 
 #include "fault_env.h"
 #include "pc_test.h"
@@ -242,20 +246,75 @@ static const char *gsi_state(const char *dev)
 }
 
 /*
- * Deletes rxe<i> and adds it again on d<i>, each step bounded (a delete
- * blocked in the kernel is reported with its stack by fsh_within()); true
- * when the new device is ACTIVE.
+ * Waits up to @ms for @pid; true when it exited. @poke_cm: re-read
+ * librdmacm's device list meanwhile, so that it closes the context it keeps
+ * on a device being deleted (recreate()).
  */
-static bool recreate(unsigned int i)
+static bool wait_child(pid_t pid, int ms, bool poke_cm)
 {
-	if (fsh_within(60, "rdma link delete rxe%u", i) != 0) {
-		fprintf(stderr, "recreate: `rdma link delete rxe%u` failed or blocked (stack above: "
-			"rxe waits until every process closed the device)\n", i);
-		return false;
+	uint64_t end = fnow_ms() + (uint64_t)ms;
+	int st, n;
+
+	do {
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			return true;
+		if (poke_cm) {
+			struct ibv_context **list = rdma_get_devices(&n);
+
+			if (list)
+				rdma_free_devices(list);
+		}
+		usleep(50000);
+	} while (fnow_ms() < end);
+	return false;
+}
+
+/*
+ * Deletes rxe<i> (when listed) and adds it again on d<i>, each step bounded:
+ * a delete still blocked after 60 s is reported with its kernel stack and
+ * left behind. True when the new device is ACTIVE.
+ *
+ * @in_case: called in a case's process, after its engines are destroyed.
+ * librdmacm there still holds the context it opened on rxe<i> (rxe cannot
+ * disassociate, so the delete waits in ib_uverbs_remove_one, seen in the
+ * VM); it closes it only once a fresh device list no longer has the device
+ * (as pollcore's devloss.c does), so the list is re-read while the delete
+ * runs. Not in the runner: there rdma_get_devices() would open every
+ * device and block later removals.
+ */
+static bool recreate(unsigned int i, bool in_case)
+{
+	char dev[8];
+	pid_t pid;
+
+	snprintf(dev, sizeof(dev), "rxe%u", i);
+	if (device_listed(dev)) {
+		fprintf(stderr, "+ rdma link delete %s   (within 60 s%s)\n", dev,
+			in_case ? ", re-reading librdmacm's device list" : "");
+		fflush(stderr);
+		pid = fork();
+		if (pid == 0) {
+			setpgid(0, 0);
+			execlp("rdma", "rdma", "link", "delete", dev, (char *)NULL);
+			_exit(127);
+		}
+		if (pid < 0)
+			return false;
+		if (!wait_child(pid, 60000, in_case)) {
+			fprintf(stderr, "recreate: `rdma link delete %s` still blocked after 60 s "
+				"(rxe waits until every process closed the device); in the kernel:\n",
+				dev);
+			fdump_kstack(pid);
+			return false;
+		}
+		if (device_listed(dev)) {
+			fprintf(stderr, "recreate: `rdma link delete %s` failed\n", dev);
+			return false;
+		}
 	}
-	if (fsh_within(30, "rdma link add rxe%u type rxe netdev d%u", i, i) != 0)
+	if (fsh_within(30, "rdma link add %s type rxe netdev d%u", dev, i) != 0)
 		return false;
-	if (!wait_active(i ? "rxe1" : "rxe0", 10000))
+	if (!wait_active(dev, 10000))
 		return false;
 	usleep(500000);
 	return true;
@@ -308,7 +367,7 @@ static void restore_devices(void)
 			continue;
 		fprintf(stderr, "restore_devices: rdma_cm on %s fails (QP1 %s); creating it again\n",
 			dev, gsi_state(dev));
-		if (!recreate(i) || !rping_works(addrs[i]))
+		if (!recreate(i, false) || !rping_works(addrs[i]))
 			restore_fail("%s still not usable (QP1 %s)", dev, gsi_state(dev));
 	}
 	wd_arm(0, NULL);
@@ -341,20 +400,6 @@ static pid_t delete_rxe1(void)
 	}
 	ck_assert_int_gt(pid, 0);
 	return pid;
-}
-
-/* Waits up to @ms for @pid; true when it exited. */
-static bool wait_child(pid_t pid, int ms)
-{
-	uint64_t end = fnow_ms() + (uint64_t)ms;
-	int st;
-
-	do {
-		if (waitpid(pid, &st, WNOHANG) == pid)
-			return true;
-		usleep(50000);
-	} while (fnow_ms() < end);
-	return false;
 }
 
 /* Where @pid sleeps in the kernel (/proc/<pid>/wchan); its full stack goes to stderr. */
@@ -472,7 +517,7 @@ START_TEST(test_device_removal)
 	       "removal, expected rxe0's 2", fengine_conns(srv->e));
 
 	/* the removal itself completes: nothing of rxe1 may stay open */
-	removed = wait_child(pid, 30000);
+	removed = wait_child(pid, 30000, false);
 	EXPECT(removed, "`rdma link delete rxe1` still blocked after 30 s (kernel: %s): rxe "
 	       "cannot disassociate, so it waits until every verbs context on rxe1 is closed; "
 	       "the engines keep theirs (PD, CQ, SRQ, MRs) open", wchan(pid));
@@ -517,7 +562,7 @@ START_TEST(test_device_removal)
 	fsrv_stop(srv);
 	if (!removed) {
 		/* the limit today: only destroying the engines lets the removal finish */
-		removed = wait_child(pid, 60000);
+		removed = wait_child(pid, 60000, true);
 		EXPECT(removed, "`rdma link delete rxe1` still blocked 60 s after both engines were "
 		       "destroyed (kernel: %s)", wchan(pid));
 		printf("rdma link delete rxe1 %s once the engines were destroyed\n",
@@ -619,7 +664,7 @@ START_TEST(test_link_flap)
 	fsrv_stop(srv);
 	if (cm_dead) {
 		/* the engines are gone, so rxe0 can be deleted; fresh ones connect on the new rxe0 */
-		ck_assert_msg(recreate(0), "rxe0 could not be created again after the flap");
+		ck_assert_msg(recreate(0, true), "rxe0 could not be created again after the flap");
 		srv = stage(&cli, 2, 1);
 		EXPECT(fcli_wait_recv(cli, 0, 300, 30000), "a new rxe0 connection after the flap: "
 		       "%u echoes", atomic_load(&cli->g[0].recv));
