@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -704,4 +705,149 @@ int fsh(const char *fmt, ...)
 	fflush(stderr);
 	rc = system(cmd);
 	return rc == -1 ? -1 : WEXITSTATUS(rc);
+}
+
+int fsh_within(int secs, const char *fmt, ...)
+{
+	uint64_t end = fnow_ms() + (uint64_t)secs * 1000;
+	char cmd[512];
+	va_list ap;
+	pid_t pid;
+	int st;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "+ %s   (within %d s)\n", cmd, secs);
+	fflush(stderr);
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		setpgid(0, 0);
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	setpgid(pid, pid);
+	do {
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+		usleep(20000);
+	} while (fnow_ms() < end);
+	fprintf(stderr, "fsh_within: '%s' still running after %d s; where it sleeps:\n", cmd, secs);
+	fdump_kstacks(pid);
+	kill(-pid, SIGKILL);
+	return -ETIMEDOUT;
+}
+
+/* Field @n (1-based, after the comm) of /proc/@pid/stat, or -1. */
+static long stat_field(const char *dir, unsigned int n)
+{
+	char path[300], buf[1024], *p;
+	unsigned int i;
+	long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/stat", dir);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')'))) {
+		/* field 3 is the state; numbers from field 4 (ppid), 5 (pgrp) */
+		for (i = 3, p += 2; i < n && p; i++)
+			p = strchr(p, ' ') ? strchr(p, ' ') + 1 : NULL;
+		if (p)
+			v = n == 3 ? *p : strtol(p, NULL, 10);
+	}
+	fclose(f);
+	return v;
+}
+
+static void cat_indented(const char *path, const char *indent)
+{
+	char line[256];
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f))
+		fprintf(stderr, "%s%s", indent, line);
+	fclose(f);
+}
+
+void fdump_kstack(pid_t pid)
+{
+	char dir[64], path[400], comm[64] = "?", wchan[128] = "";
+	struct dirent *d;
+	DIR *tasks;
+	FILE *f;
+
+	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
+	tasks = opendir(dir);
+	if (!tasks) {
+		fprintf(stderr, "  pid %d: gone\n", (int)pid);
+		return;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	f = fopen(path, "r");
+	if (f) {
+		size_t n = fread(comm, 1, sizeof(comm) - 1, f), i;
+
+		comm[n] = 0;
+		for (i = 0; n && i < n - 1; i++)
+			if (!comm[i])
+				comm[i] = ' ';
+		fclose(f);
+	}
+	while ((d = readdir(tasks))) {
+		char tdir[96];
+
+		if (d->d_name[0] == '.' || strlen(d->d_name) > 16)
+			continue;
+		snprintf(tdir, sizeof(tdir), "%s/%.16s", dir, d->d_name);
+		snprintf(path, sizeof(path), "%s/wchan", tdir);
+		wchan[0] = 0;
+		f = fopen(path, "r");
+		if (f) {
+			if (!fgets(wchan, sizeof(wchan), f))
+				wchan[0] = 0;
+			fclose(f);
+		}
+		fprintf(stderr, "  pid %d tid %s (%s): state %c, wchan %s\n", (int)pid, d->d_name,
+			comm, (int)stat_field(tdir, 3), wchan[0] ? wchan : "-");
+		snprintf(path, sizeof(path), "%s/stack", tdir);
+		cat_indented(path, "      ");
+	}
+	closedir(tasks);
+}
+
+/* Whether @pid is in group @pgid or descends from @pgid. */
+static bool in_tree(pid_t pid, pid_t pgid)
+{
+	char dir[64];
+	unsigned int depth;
+
+	for (depth = 0; pid > 1 && depth < 64; depth++) {
+		snprintf(dir, sizeof(dir), "/proc/%d", (int)pid);
+		if (pid == pgid || stat_field(dir, 5) == pgid)
+			return true;
+		pid = (pid_t)stat_field(dir, 4);
+	}
+	return false;
+}
+
+void fdump_kstacks(pid_t pgid)
+{
+	struct dirent *d;
+	DIR *proc = opendir("/proc");
+
+	while (proc && (d = readdir(proc))) {
+		pid_t pid = (pid_t)atoi(d->d_name);
+
+		if (pid > 0 && in_tree(pid, pgid))
+			fdump_kstack(pid);
+	}
+	if (proc)
+		closedir(proc);
 }

@@ -32,6 +32,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 uint64_t fnow_ms(void);
 
@@ -153,5 +154,16 @@ long long fhw_counter(const char *device, const char *name);
 
 /* Runs a shell command; returns its exit status (or -1), output appended to stderr. */
 int fsh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/*
+ * Runs a shell command in a process group of its own for at most @secs.
+ * Returns its exit status, or -ETIMEDOUT after printing where each process
+ * of the group sleeps in the kernel (fdump_kstacks()) and killing the group,
+ * without waiting for it: a process blocked in the kernel may never exit.
+ */
+int fsh_within(int secs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prints state, wchan and kernel stack (/proc/PID/task/TID/stack) of every thread of @pid. */
+void fdump_kstack(pid_t pid);
+/* fdump_kstack() of every process in process group @pgid, or that descends from @pgid. */
+void fdump_kstacks(pid_t pgid);
 
 #endif /* PC_FAULT_ENV_H */
