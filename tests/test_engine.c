@@ -1024,7 +1024,7 @@ int main(int argc, char **argv)
 #define ADD(name)                                        \
 	do {                                             \
 		tc = tcase_create(#name);                \
-		tcase_set_timeout(tc, 900);              \
+		tcase_set_timeout(tc, 1400);             \
 		tcase_add_checked_fixture(tc, diag_reset, NULL); \
 		tcase_add_test(tc, test_##name);         \
 		suite_add_tcase(s, tc);                  \
