@@ -744,6 +744,15 @@ unsigned int pc_engine_nworkers(const struct pc_engine *e)
 	return e->nworkers;
 }
 
+struct pc_worker *pc_engine_worker(struct pc_engine *e, unsigned int idx)
+{
+	if (!e || idx >= e->nworkers) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return &e->workers[idx];
+}
+
 /* A counter added to struct pc_worker_stats but not to WORKER_COUNTERS fails here. */
 #define FIELD_SIZE(f) +sizeof(((struct pc_worker_stats *)0)->f)
 static_assert(sizeof(struct pc_worker_stats) ==

@@ -466,8 +466,9 @@ static bool worker_has_input(struct pc_worker *w)
  */
 static void worker_sleep(struct pc_worker *w)
 {
-	struct pollfd pfd[2] = { { .fd = w->ch->fd, .events = POLLIN },
-				 { .fd = w->efd, .events = POLLIN } };
+	struct pollfd pfd[2 + PC_WORKER_MAX_POLLERS] = { { .fd = w->ch->fd, .events = POLLIN },
+							 { .fd = w->efd, .events = POLLIN } };
+	unsigned int npfd;
 	uint64_t t0, v;
 	int n, i;
 
@@ -489,8 +490,11 @@ static void worker_sleep(struct pc_worker *w)
 	t0 = now_ns();
 	/* readers see what it did before it went to sleep */
 	worker_publish(w, t0);
+	/* a poller added from now on wakes us through the eventfd */
+	npfd = 2 + worker_poller_fds(w, pfd + 2, PC_WORKER_MAX_POLLERS);
 	qsbr_offline();
-	n = poll(pfd, 2, 100); /* bounded: stats stay fresh, timers run */
+	/* bounded: stats stay fresh, timers and fd-less pollers run */
+	n = poll(pfd, npfd, 100);
 	rcu_thread_online();
 	atomic_store(&w->sleeping, 0);
 	STAT_ADD(w->st.sleeps, 1);
@@ -512,6 +516,12 @@ static void worker_sleep(struct pc_worker *w)
 		(void)!read(w->efd, &v, sizeof(v));
 		STAT_ADD(w->st.wakeups_submit, 1);
 	}
+	/* the poller itself consumes what made its fd readable */
+	for (i = 2; n > 0 && i < (int)npfd; i++)
+		if (pfd[i].revents) {
+			STAT_ADD(w->st.wakeups_poller, 1);
+			break;
+		}
 }
 
 /* One turn of the loop; returns the amount of work found. */
@@ -551,6 +561,11 @@ static unsigned int worker_turn(struct pc_worker *w, const struct pc_engine_para
 	work += k;
 	dp_deliver_overflow(w);
 	dp_topup_txfree(w);
+
+	/* 3b. the application's pollers: what they post goes out in this turn's chains */
+	k = atomic_load_explicit(&w->pollers_hi, memory_order_relaxed);
+	if (k)
+		work += worker_run_pollers(w, k);
 
 	/* 4. one chain, one doorbell, per QP with work */
 	if (w->dirty) {

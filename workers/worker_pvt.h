@@ -27,6 +27,7 @@
 #ifndef PC_WORKER_PVT_H
 #define PC_WORKER_PVT_H
 
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -37,6 +38,7 @@
 
 #include <pollcore/engine.h>
 #include <pollcore/numa.h>
+#include <pollcore/poller.h>
 #include <pollcore/pool.h>
 #include <pollcore/ring.h>
 #include <pollcore/verbs.h>
@@ -108,6 +110,17 @@ struct chan {
 	struct wr_ctx *ovf_head, **ovf_tail;	/* to_app was full: held here, in order */
 	uint32_t ovf;
 	uint32_t tx_share;	/* send buffers kept in txfree */
+};
+
+/* A poller's slot (poller.c): FREE -> CLAIMED -> ACTIVE -> REMOVING -> FREE. */
+enum { POLLER_FREE = 0, POLLER_CLAIMED, POLLER_ACTIVE, POLLER_REMOVING };
+
+struct pc_poller {
+	_Atomic uint32_t state;
+	int fd;			/* -1: none */
+	pc_poller_fn fn;
+	void *arg;
+	struct pc_worker *w;
 };
 
 /* What a worker is given when it starts; everything must outlive it. */
@@ -188,6 +201,11 @@ struct pc_worker {
 	atomic_uint nconns;	/* attached, not retired: least-loaded choice */
 	struct credit_load adm;	/* control thread only: what admission counted in, not retired */
 
+	/* pollers: added and removed by any thread, called by the worker (poller.c) */
+	atomic_uint pollers_hi pc_cache_aligned;	/* slots in use are below this */
+	atomic_uint poller_seq;	/* odd while the worker calls its pollers */
+	struct pc_poller pollers[PC_WORKER_MAX_POLLERS];
+
 	/* setup, and what the worker was given */
 	pthread_t thread;
 	const struct pc_topo *topo;
@@ -224,7 +242,7 @@ static_assert(offsetof(struct pc_worker, sleeping) % PC_CACHELINE == 0,
 	X(loops) X(polls) X(empty_polls) X(completions) X(wrs_posted) X(doorbells) \
 	X(srq_posted) X(srq_doorbells) X(srq_limit_events) X(rx_msgs) X(tx_msgs) \
 	X(handoff_full) X(credit_stalls) X(credit_writes) X(credit_piggybacks) X(sleeps) X(sleep_ns) X(wakeups_cq) \
-	X(wakeups_submit) X(wc_errors) X(stray_completions) X(poll_errors) X(msgs_dropped) \
+	X(wakeups_submit) X(wakeups_poller) X(poller_work) X(poller_errors) X(wc_errors) X(stray_completions) X(poll_errors) X(msgs_dropped) \
 	X(conns) X(rx_held) X(srq_outstanding) X(credits_out) X(window)
 
 /* The worker running on this thread, if any (for pc_send() routing). */
@@ -281,6 +299,10 @@ void dp_deliver_early(struct pc_worker *w, struct conn *c);
 void dp_drop_early(struct pc_worker *w, struct conn *c);
 struct conn *dp_conn_of_qpn(struct pc_worker *w, uint32_t qpn);
 void msg_bind(struct msg *m, struct conn *c);
+
+/* poller.c (worker thread) */
+unsigned int worker_run_pollers(struct pc_worker *w, unsigned int hi);
+unsigned int worker_poller_fds(struct pc_worker *w, struct pollfd *pfd, unsigned int max);
 
 /* keepalive.c (worker thread) */
 void ka_tick(struct pc_worker *w, bool idle);

@@ -592,6 +592,9 @@ struct pc_worker_stats {
 	uint64_t sleep_ns;	/* and for how long */
 	uint64_t wakeups_cq;	/* woken by a completion event */
 	uint64_t wakeups_submit;/* woken by the eventfd */
+	uint64_t wakeups_poller;	/* woken by a poller's fd (pollcore/poller.h) */
+	uint64_t poller_work;	/* what the pollers returned, summed */
+	uint64_t poller_errors;	/* poller calls that returned a negative errno */
 	uint64_t wc_errors;	/* failed completions, flushes of closing QPs excluded */
 	uint64_t stray_completions;	/* completions for a QP no longer known, or for WRs already retired */
 	uint64_t poll_errors;	/* ibv_poll_cq failures (logged once) */
@@ -615,7 +618,8 @@ struct pc_worker_stats {
 	X64(srq_posted) X64(srq_doorbells) X64(srq_limit_events) X64(rx_msgs) X64(tx_msgs) \
 	X64(handoff_full) X64(submit_full) X64(credit_stalls) X64(credit_writes) \
 	X64(credit_piggybacks) X64(sleeps) X64(sleep_ns) \
-	X64(wakeups_cq) X64(wakeups_submit) X64(wc_errors) X64(stray_completions) \
+	X64(wakeups_cq) X64(wakeups_submit) X64(wakeups_poller) X64(poller_work) \
+	X64(poller_errors) X64(wc_errors) X64(stray_completions) \
 	X64(poll_errors) X64(msgs_dropped) \
 	X32(conns) X32(rx_held) X32(tx_held) X32(srq_outstanding) X32(credits_out) X32(window)
 

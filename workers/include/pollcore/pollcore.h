@@ -9,6 +9,7 @@
 #include <pollcore/pool.h>
 #include <pollcore/numa.h>
 #include <pollcore/engine.h>
+#include <pollcore/poller.h>
 #include <pollcore/stats.h>
 
 #endif /* POLLCORE_POLLCORE_H */

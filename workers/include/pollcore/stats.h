@@ -54,7 +54,7 @@ extern "C" {
 #endif
 
 #define PC_STATS_MAGIC	 0x706f6c6c636f7265ULL	/* "pollcore" */
-#define PC_STATS_VERSION 1
+#define PC_STATS_VERSION 2
 #define PC_STATS_PREFIX	 "pollcore."		/* /dev/shm/pollcore.<pid>[.<n>] */
 
 /* Work-completion statuses counted one by one (enum ibv_wc_status; later ones in the last). */

@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pollcore/poller.h - run the application's own polling on a worker.
+ *
+ * A storage server reaps its storage completions (an io_uring, an NVMe
+ * queue) in the same loop as its CQ: no extra thread, no handoff. A poller
+ * is a function a worker calls once every loop turn, between its CQ poll
+ * and its posts, so what the poller submits (pc_send(), pc_rdma()) goes out
+ * in the same turn's doorbell. It returns the work it did; that counts
+ * towards the hybrid idle decision like completions do. A poller may give
+ * a file descriptor: a worker in hybrid idle then sleeps on it too, and
+ * wakes when it becomes readable (an io_uring's registered eventfd).
+ *
+ * Who may call what:
+ *
+ *   call                       | worker thread (handler, | other threads
+ *                              | poller)                 |
+ *   ---------------------------+-------------------------+------------------
+ *   pc_worker_add_poller[_fd]  | yes                     | yes
+ *   pc_worker_remove_poller    | yes (returns at once)   | yes (waits for a
+ *                              |                         |  running call)
+ *   pc_engine_worker,          | yes                     | yes
+ *   pc_conn_worker,            |                         |
+ *   pc_worker_index            |                         |
+ *   pc_worker_self             | yes                     | yes (NULL)
+ *
+ * None of them takes an RCU read-side lock or needs one.
+ */
+#ifndef POLLCORE_POLLER_H
+#define POLLCORE_POLLER_H
+
+#include <pollcore/common.h>
+#include <pollcore/engine.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Pollers per worker at most. */
+#define PC_WORKER_MAX_POLLERS 16
+
+struct pc_worker;
+struct pc_poller;
+
+/**
+ * typedef pc_poller_fn - a poller.
+ * @arg: what was given to pc_worker_add_poller().
+ *
+ * Runs on its worker thread, once per loop turn, and must not block. It
+ * may send, reply, release messages and post one-sided operations (they
+ * go out in the same turn), and add or remove pollers.
+ *
+ * Return: the work it did (0: none; the worker may then go idle), or a
+ * negative errno, which is counted in the worker's poller_errors and
+ * otherwise ignored: the poller stays registered.
+ */
+typedef int (*pc_poller_fn)(void *arg);
+
+/**
+ * pc_engine_worker - one of an engine's workers.
+ * @e: engine.
+ * @idx: index, below pc_engine_nworkers().
+ *
+ * Any thread.
+ *
+ * Return: the worker, or NULL with errno EINVAL.
+ */
+PC_API struct pc_worker *pc_engine_worker(struct pc_engine *e, unsigned int idx);
+
+/**
+ * pc_conn_worker - the worker that owns a connection.
+ * @conn: connection, a valid handle (see pc_conn's lifetime in engine.h).
+ *
+ * Any thread. A server keeps per-connection state on that worker's
+ * pollers, so that everything for the connection runs on one thread.
+ *
+ * Return: the worker.
+ */
+PC_API struct pc_worker *pc_conn_worker(const struct pc_conn *conn);
+
+/**
+ * pc_worker_self - the worker running on this thread.
+ *
+ * Any thread.
+ *
+ * Return: the worker when called from its thread (a handler, a poller),
+ * else NULL.
+ */
+PC_API struct pc_worker *pc_worker_self(void);
+
+/**
+ * pc_worker_index - a worker's index in its engine.
+ * @w: worker.
+ *
+ * Any thread.
+ *
+ * Return: the index, as pc_engine_stats() takes it.
+ */
+PC_API unsigned int pc_worker_index(const struct pc_worker *w);
+
+/**
+ * pc_worker_add_poller - call @fn on @w's thread every loop turn.
+ * @w: worker.
+ * @fn: the poller.
+ * @arg: for @fn; must stay valid until pc_worker_remove_poller() returns.
+ *
+ * Any thread. The first call happens within the worker's next turn (a
+ * worker in hybrid idle is woken). A poller without a file descriptor is
+ * still called at least every 100 ms while its worker sleeps; give one
+ * (pc_worker_add_poller_fd()) for prompt wakeups.
+ *
+ * Return: the poller's handle, or NULL with errno EINVAL (@w or @fn NULL),
+ * ENOSPC (PC_WORKER_MAX_POLLERS on @w already) or ESHUTDOWN (the worker
+ * has stopped: its engine is being destroyed or its device is gone).
+ */
+PC_API struct pc_poller *pc_worker_add_poller(struct pc_worker *w, pc_poller_fn fn, void *arg);
+
+/**
+ * pc_worker_add_poller_fd - a poller whose work an fd announces.
+ * @w: worker.
+ * @fn: the poller.
+ * @arg: for @fn.
+ * @fd: a descriptor that becomes readable when @fn has work (POLLIN),
+ *      e.g. an eventfd registered with io_uring_register_eventfd(). The
+ *      worker does not read it: @fn must consume what made it readable,
+ *      or the worker will not sleep. It must stay open until the poller
+ *      is removed.
+ *
+ * As pc_worker_add_poller(); wakeups through @fd are counted in the
+ * worker's wakeups_poller.
+ *
+ * Return: as pc_worker_add_poller(); EINVAL also for @fd < 0.
+ */
+PC_API struct pc_poller *pc_worker_add_poller_fd(struct pc_worker *w, pc_poller_fn fn, void *arg,
+						 int fd);
+
+/**
+ * pc_worker_remove_poller - stop calling a poller.
+ * @p: its handle; invalid once this returns.
+ *
+ * Any thread. From another thread it returns once the poller is not
+ * running and will not run again, so its @arg may then be freed. From the
+ * worker's own thread (the poller itself, a handler, another poller) it
+ * returns at once, and the poller is not called again after the current
+ * call. Pollers left when the engine is destroyed are dropped with it.
+ *
+ * Return: 0, or -EINVAL for NULL or a handle already removed.
+ */
+PC_API int pc_worker_remove_poller(struct pc_poller *p);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* POLLCORE_POLLER_H */
