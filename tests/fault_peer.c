@@ -120,31 +120,31 @@ static int post_recv(struct fpeer *p, uint32_t slot)
 }
 
 /* PD, CQ, QP, the slots and the credit word, on the device the route resolved to. */
-static int setup_qp(struct fpeer *p, uint32_t slot_size)
+static int setup_qp(struct fpeer *p, uint32_t slot_size, uint32_t nrecv)
 {
 	struct ibv_qp_init_attr attr = {
 		.qp_type = IBV_QPT_RC,
 		.sq_sig_all = 1,
-		.cap = { .max_send_wr = NSEND + 8, .max_recv_wr = NRECV, .max_send_sge = 1,
+		.cap = { .max_send_wr = NSEND + 8, .max_recv_wr = nrecv, .max_send_sge = 1,
 			 .max_recv_sge = 1 },
 	};
 	size_t len;
 	uint32_t i;
 
 	p->slot_size = slot_size;
-	p->nrecv = NRECV;
+	p->nrecv = nrecv;
 	p->nsend = NSEND;
 	p->pd = ibv_alloc_pd(p->id->verbs);
 	if (!p->pd)
 		return fail(p, errno, "ibv_alloc_pd");
-	p->cq = ibv_create_cq(p->id->verbs, NRECV + NSEND + 16, NULL, NULL, 0);
+	p->cq = ibv_create_cq(p->id->verbs, nrecv + NSEND + 16, NULL, NULL, 0);
 	if (!p->cq)
 		return fail(p, errno, "ibv_create_cq");
 	attr.send_cq = attr.recv_cq = p->cq;
 	if (rdma_create_qp(p->id, p->pd, &attr))
 		return fail(p, errno, "rdma_create_qp");
 	p->qp = p->id->qp;
-	len = (size_t)(NRECV + NSEND) * slot_size;
+	len = (size_t)(nrecv + NSEND) * slot_size;
 	p->mem = aligned_alloc(4096, (len + 4095) & ~(size_t)4095);
 	if (!p->mem)
 		return fail(p, ENOMEM, "aligned_alloc");
@@ -160,7 +160,7 @@ static int setup_qp(struct fpeer *p, uint32_t slot_size)
 				  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	if (!p->credit_mr)
 		return fail(p, errno, "ibv_reg_mr(credit word)");
-	for (i = 0; i < NRECV; i++)
+	for (i = 0; i < nrecv; i++)
 		if (post_recv(p, i))
 			return fail(p, errno, "ibv_post_recv");
 	return 0;
@@ -180,7 +180,7 @@ int fpeer_connect(struct fpeer *p, const char *addr, uint16_t port, const struct
 
 	ret = resolve(p, addr, port, ms);
 	if (!ret)
-		ret = setup_qp(p, o->slot_size ? o->slot_size : 8256);
+		ret = setup_qp(p, o->slot_size ? o->slot_size : 8256, o->nrecv ? o->nrecv : NRECV);
 	if (ret)
 		return ret;
 	if (o->priv == FPEER_POLLCORE) {
@@ -408,7 +408,7 @@ int fpeer_abandon(const char *addr, uint16_t port, enum fpeer_abandon how, int t
 	}
 	ret = resolve(&p, addr, port, timeout_ms);
 	if (!ret && how == FPEER_AFTER_CONNECT) {
-		ret = setup_qp(&p, 128);
+		ret = setup_qp(&p, 128, NRECV);
 		if (!ret) {
 			priv = (struct wire_cm_priv){ .magic = PC_CM_MAGIC, .credits = 8,
 						      .credit_addr = (uintptr_t)p.credit_word,

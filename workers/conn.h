@@ -253,6 +253,8 @@ struct conn {
 	struct pc_worker *w pc_cache_aligned;
 	bool probe;		/* keepalive: write the credit word again, granted or not */
 	uint8_t ka_idle;	/* keepalive scans that saw nothing arrive (keepalive.c) */
+	uint8_t ka_stuck;	/* keepalive scans that saw WRs in flight and none complete */
+	uint32_t ka_tail;	/* sq.tail at the last scan */
 	uint64_t ka_recv;	/* msgs_recv at the last scan */
 	uint32_t qpn;
 	uint32_t backlog;

@@ -13,15 +13,45 @@
  * write completes with IBV_WC_RETRY_EXC_ERR, which closes the connection
  * like any failed completion, DOWN saying so.
  *
+ * The same look watches the send queue. RC completes every WR, or fails
+ * it, within the QP's retries; only RNR retries (rnr_retry 7) go on without
+ * end, against a peer that never posts receives. A connection that had WRs
+ * in flight and saw none complete for KA_SQ_STUCK_SCANS looks (16 s by
+ * default) is closed with -ETIMEDOUT, saying so: a stalled send queue (a
+ * peer stuck in RNR, or a provider whose requester stopped for any other
+ * reason) is reported, not left UP and silent.
+ *
  * No cost on the data path: the clock is read every 256 busy turns, every
  * 64 idle ones (every one in hybrid idle, whose turns can sleep); the look walks the connection table (RCU read side, the
  * worker is an online reader) for this worker's connections and compares
  * counters it keeps anyway.
  */
+#include <errno.h>
+
 #include "worker_pvt.h"
 
 #define KA_BUSY_TURNS 256
 #define KA_IDLE_TURNS 64
+#define KA_SQ_STUCK_SCANS 16
+
+/* true: @c was closed, its send queue stalled */
+static bool ka_sq_stalled(struct pc_worker *w, struct conn *c)
+{
+	if (!sq_inflight(&c->sq) || c->sq.tail != c->ka_tail) {
+		c->ka_tail = c->sq.tail;
+		c->ka_stuck = 0;
+		return false;
+	}
+	if (++c->ka_stuck < KA_SQ_STUCK_SCANS)
+		return false;
+	pc_set_error(-ETIMEDOUT, "%s port %u qp 0x%x: no send completed for %llu ms with %u WRs "
+		     "in flight (the peer RNR-retries without end, or the device stalled)",
+		     w->dev->name, w->dev->port, c->qpn,
+		     (unsigned long long)w->p->keepalive_ms * KA_SQ_STUCK_SCANS / 2,
+		     sq_inflight(&c->sq));
+	drain_fail(w, c, -ETIMEDOUT);
+	return true;
+}
 
 static void ka_scan(struct pc_worker *w)
 {
@@ -33,7 +63,7 @@ static void ka_scan(struct pc_worker *w)
 		struct conn *c = conn_of_node(node);
 
 		/* c->w is set before the conn is published; other workers' conns are not ours */
-		if (c->w != w || c->state != CONN_UP || c->raw)
+		if (c->w != w || c->state != CONN_UP || c->raw || ka_sq_stalled(w, c))
 			continue;
 		if (c->st->msgs_recv != c->ka_recv) {
 			c->ka_recv = c->st->msgs_recv;

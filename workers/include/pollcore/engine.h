@@ -245,8 +245,12 @@ struct pc_device_params {
  *                its CPU). A peer that vanished without a disconnect (a
  *                crash, a lost DREQ during a link outage) fails the probe
  *                after the QP's retries, and the connection closes, DOWN
- *                saying so ("retry counter exceeded"). Default 2000;
- *                PC_KEEPALIVE_OFF disables it. Not for raw peers.
+ *                saying so ("retry counter exceeded"). The same look
+ *                closes a connection whose send queue had WRs in flight
+ *                and completed none for 8 × this (endless RNR retries, a
+ *                stalled provider): -ETIMEDOUT, "no send completed".
+ *                Default 2000; PC_KEEPALIVE_OFF disables both. Not for
+ *                raw peers.
  * @no_numa: do not bind workers or allocate NUMA-local memory (then no
  *           placement override may be given).
  * @housekeeping_pus: PUs kept free of planned workers for the rest of the
