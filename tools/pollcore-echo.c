@@ -37,6 +37,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "cli.h"
 
 #define PROG	     "pollcore-echo"
 #define DEFAULT_PORT 7471
@@ -62,20 +63,7 @@ static void usage(FILE *f)
 		DEFAULT_PORT);
 }
 
-/* Prints a usage error naming the option and returns the usage exit code. */
-static int bad_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int bad_usage(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, PROG ": ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\n");
-	usage(stderr);
-	return 2;
-}
+#define bad_usage(...) cli_bad_usage(PROG, usage, __VA_ARGS__)
 
 /* getopt_long() found an unknown option or one without its value. */
 static int bad_option(const char *mode, const char *arg)

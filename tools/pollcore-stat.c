@@ -48,19 +48,7 @@ static void usage(FILE *f)
 		"run as the process's user (or root).\n");
 }
 
-static int bad_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int bad_usage(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, PROG ": ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\n");
-	usage(stderr);
-	return 2;
-}
+#define bad_usage(...) cli_bad_usage(PROG, usage, __VA_ARGS__)
 
 static uint64_t mono_ns(void)
 {

@@ -148,18 +148,7 @@ static void usage(FILE *f)
 		BENCH_PORT);
 }
 
-static int bad_usage(const char *fmt, ...) pc_printf(1, 2);
-static int bad_usage(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, PROG ": ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\n(" PROG " --help for usage)\n");
-	return 2;
-}
+#define bad_usage(...) cli_bad_usage(PROG, NULL, __VA_ARGS__)
 
 /* Parses @s into @out within [min, max]; on failure says so, naming @opt, and returns -1. */
 static int num_arg(const char *opt, const char *s, uint64_t min, uint64_t max, uint64_t *out)
