@@ -628,6 +628,49 @@ START_TEST(test_fd_wakeup)
 }
 END_TEST
 
+/*
+ * A sleeping worker's fd poller removed and its slot taken by another fd
+ * poller, several times: each new one is called, and its fd wakes the
+ * worker; the old fds no longer do.
+ */
+START_TEST(test_fd_readd_asleep)
+{
+	enum { ROUNDS = 6 };
+	struct pc_engine *e = engine_only(1, PC_IDLE_HYBRID, 100);
+	struct pc_worker *w = pc_engine_worker(e, 0);
+	struct efd_poller x[ROUNDS];
+	struct pc_worker_stats a, b;
+	uint64_t one = 1;
+	unsigned int i;
+
+	memset(x, 0, sizeof(x));
+	for (i = 0; i < ROUNDS; i++) {
+		struct pc_poller *p;
+
+		x[i].fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		ck_assert_int_ge(x[i].fd, 0);
+		p = pc_worker_add_poller_fd(w, efd_poll, &x[i], x[i].fd);
+		ck_assert_ptr_nonnull(p);
+		/* asleep, with this fd in its poll set */
+		usleep(150000);
+		a = stats_of(e, 0);
+		ck_assert_int_eq(write(x[i].fd, &one, sizeof(one)), (ssize_t)sizeof(one));
+		ck_assert_uint_eq(wait_ge(&x[i].got, 1, 5000), 1);
+		usleep(150000);
+		b = stats_of(e, 0);
+		ck_assert_uint_eq(b.wakeups_poller, a.wakeups_poller + 1);
+		ck_assert_uint_eq(b.poller_work, i + 1);
+		/* removed while the worker sleeps: the slot is free for the next round */
+		ck_assert_int_eq(pc_worker_remove_poller(p), 0);
+	}
+	for (i = 0; i < ROUNDS; i++) {
+		ck_assert_uint_eq(atomic_load(&x[i].got), 1);
+		close(x[i].fd);
+	}
+	pc_engine_destroy(e);
+}
+END_TEST
+
 /* --- removal ---------------------------------------------------------------------------------- */
 
 struct slow {
@@ -938,6 +981,7 @@ int main(void)
 	ADD(counters_busy);
 	ADD(counters_hybrid);
 	ADD(fd_wakeup);
+	ADD(fd_readd_asleep);
 	ADD(remove_waits);
 	ADD(remove_self);
 	ADD(max_pollers);
