@@ -94,7 +94,8 @@ struct pc_poller *pc_worker_add_poller_fd(struct pc_worker *w, pc_poller_fn fn, 
 		errno = EINVAL;
 		return NULL;
 	}
-	if (atomic_load(&w->stop) || w->released) {
+	/* a released worker was stopped first (worker_release_device()) */
+	if (atomic_load(&w->stop)) {
 		errno = ESHUTDOWN;
 		return NULL;
 	}
