@@ -322,6 +322,15 @@ static void print_workers(struct seg *g)
 		if (any)
 			printf("\n");
 	}
+	/* the application's pollers (pollcore/poller.h), on workers that have had any */
+	for (k = 0; k < g->h->nworkers; k++) {
+		const struct pc_worker_stats *a = &g->cur[k].st;
+
+		if (g->have[k] && (a->poller_work || a->poller_errors || a->wakeups_poller))
+			printf("%-16s pollers since start: work %" PRIu64 ", errors %" PRIu64
+			       ", fd wakeups %" PRIu64 "\n",
+			       a->name, a->poller_work, a->poller_errors, a->wakeups_poller);
+	}
 }
 
 static volatile sig_atomic_t stop;
