@@ -13,6 +13,7 @@
  */
 #include <pollcore/engine.h>
 #include <pollcore/poller.h>
+#include <pollcore/stats.h>
 
 #include <errno.h>
 #include <pthread.h>
@@ -22,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -480,6 +482,54 @@ static int counting_poller(void *arg)
 	return 0;
 }
 
+/*
+ * The poller counters of worker 0 as published in the stats segment, and
+ * as pollcore-stat shows them (--json, and the line under the table) when
+ * the tool was built.
+ */
+static void check_published(struct pc_engine *e, uint64_t work, uint64_t errors)
+{
+	static struct pc_stats_worker sw;
+	struct pc_stats *seg = pc_stats_open(pc_stats_segment(e));
+	const char *tool = getenv("PC_BUILD_ROOT");
+	uint64_t end = pc_test_now_ms() + 5000;
+	char cmd[1024], out[65536], want[256];
+	size_t n;
+	FILE *f;
+
+	ck_assert_msg(seg, "%s: %s", pc_stats_segment(e), pc_last_error());
+	do {
+		ck_assert_int_eq(pc_stats_read_worker(seg, 0, &sw), 0);
+	} while (sw.st.poller_work != work && pc_test_now_ms() < end && !usleep(10000));
+	ck_assert_uint_eq(sw.st.poller_work, work);
+	ck_assert_uint_eq(sw.st.poller_errors, errors);
+	pc_stats_close(seg);
+
+	snprintf(cmd, sizeof(cmd), "%s/tools/pollcore-stat", tool ? tool : ".");
+	if (!tool || access(cmd, X_OK))
+		return;
+	snprintf(cmd, sizeof(cmd), "%s/tools/pollcore-stat %d --json", tool, (int)getpid());
+	f = popen(cmd, "r");
+	ck_assert_ptr_nonnull(f);
+	n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = 0;
+	ck_assert_int_eq(pclose(f), 0);
+	snprintf(want, sizeof(want), "\"poller_work\": %llu, \"poller_errors\": %llu",
+		 (unsigned long long)work, (unsigned long long)errors);
+	ck_assert_msg(strstr(out, want), "pollcore-stat --json: no '%s' in %s", want, out);
+	snprintf(cmd, sizeof(cmd), "%s/tools/pollcore-stat %d --count 1 --interval 0.2", tool,
+		 (int)getpid());
+	f = popen(cmd, "r");
+	ck_assert_ptr_nonnull(f);
+	n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = 0;
+	ck_assert_int_eq(pclose(f), 0);
+	snprintf(want, sizeof(want), "pollers since start: work %llu, errors %llu, fd wakeups 0",
+		 (unsigned long long)work, (unsigned long long)errors);
+	ck_assert_msg(strstr(out, want), "pollcore-stat: no '%s' in %s", want, out);
+	printf("pollcore-stat shows: %s\n", want);
+}
+
 static void counting_case(enum pc_idle idle)
 {
 	struct pc_engine *e = engine_only(1, idle, 100);
@@ -521,6 +571,7 @@ static void counting_case(enum pc_idle idle)
 	       idle == PC_IDLE_HYBRID ? "hybrid" : "busy", atomic_load(&x.calls),
 	       (unsigned long long)b.poller_work, (unsigned long long)b.poller_errors,
 	       (unsigned long long)b.sleeps);
+	check_published(e, x.nwork + y.nwork, x.nerr + y.nerr);
 	ck_assert_int_eq(pc_worker_remove_poller(px), 0);
 	ck_assert_int_eq(pc_worker_remove_poller(py), 0);
 	pc_engine_destroy(e);
