@@ -694,8 +694,12 @@ START_TEST(test_fd_readd_asleep)
 	uint64_t one = 1;
 	unsigned int i;
 
+	unsigned int add_wakeups = 0;
+
 	memset(x, 0, sizeof(x));
+	usleep(150000);
 	for (i = 0; i < ROUNDS; i++) {
+		uint64_t submit0 = stats_of(e, 0).wakeups_submit;
 		struct pc_poller *p;
 
 		x[i].fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -705,6 +709,9 @@ START_TEST(test_fd_readd_asleep)
 		/* asleep, with this fd in its poll set */
 		usleep(150000);
 		a = stats_of(e, 0);
+		/* the add woke it through its eventfd (unless it was between two sleeps) */
+		ck_assert_uint_le(a.wakeups_submit - submit0, 1);
+		add_wakeups += (unsigned int)(a.wakeups_submit - submit0);
 		ck_assert_int_eq(write(x[i].fd, &one, sizeof(one)), (ssize_t)sizeof(one));
 		ck_assert_uint_eq(wait_ge(&x[i].got, 1, 5000), 1);
 		usleep(150000);
@@ -714,6 +721,7 @@ START_TEST(test_fd_readd_asleep)
 		/* removed while the worker sleeps: the slot is free for the next round */
 		ck_assert_int_eq(pc_worker_remove_poller(p), 0);
 	}
+	ck_assert_uint_ge(add_wakeups, ROUNDS / 2);
 	for (i = 0; i < ROUNDS; i++) {
 		ck_assert_uint_eq(atomic_load(&x[i].got), 1);
 		close(x[i].fd);
