@@ -118,6 +118,21 @@ static void seg_close(struct seg *g)
 	memset(g, 0, sizeof(*g));
 }
 
+/*
+ * Worker blocks, zeroed, at their declared alignment (a page): calloc's
+ * would do for the bytes, but copies of the type may assume it (UBSan
+ * reported every access as misaligned).
+ */
+static struct pc_stats_worker *workers_alloc(unsigned int n)
+{
+	size_t len = (size_t)n * sizeof(struct pc_stats_worker);
+	struct pc_stats_worker *w = aligned_alloc(_Alignof(struct pc_stats_worker), len);
+
+	if (w)
+		memset(w, 0, len);
+	return w;
+}
+
 /* Opens every segment of @pid into @g; returns how many, stale ones included (owner says). */
 static int open_pid(int pid, struct seg *g)
 {
@@ -144,8 +159,8 @@ static int open_pid(int pid, struct seg *g)
 		snprintf(x->name, sizeof(x->name), "%s", ns.name[i]);
 		x->h = pc_stats_header(x->s);
 		x->owner = pc_stats_owner(x->s);
-		x->cur = calloc(x->h->nworkers ? x->h->nworkers : 1, sizeof(*x->cur));
-		x->prev = calloc(x->h->nworkers ? x->h->nworkers : 1, sizeof(*x->prev));
+		x->cur = workers_alloc(x->h->nworkers ? x->h->nworkers : 1);
+		x->prev = workers_alloc(x->h->nworkers ? x->h->nworkers : 1);
 		x->have = calloc(x->h->nworkers ? x->h->nworkers : 1, sizeof(*x->have));
 		if (!x->cur || !x->prev || !x->have) {
 			seg_close(x);
@@ -309,6 +324,15 @@ static void print_workers(struct seg *g)
 		}
 		if (any)
 			printf("\n");
+	}
+	/* the application's pollers (pollcore/poller.h), on workers that have had any */
+	for (k = 0; k < g->h->nworkers; k++) {
+		const struct pc_worker_stats *a = &g->cur[k].st;
+
+		if (g->have[k] && (a->poller_work || a->poller_errors || a->wakeups_poller))
+			printf("%-16s pollers since start: work %" PRIu64 ", errors %" PRIu64
+			       ", fd wakeups %" PRIu64 "\n",
+			       a->name, a->poller_work, a->poller_errors, a->wakeups_poller);
 	}
 }
 

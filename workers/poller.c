@@ -7,8 +7,9 @@
  * adder fills it) -> ACTIVE (the worker calls it) -> REMOVING -> FREE.
  * Adders and removers are any threads; only the worker calls. Removal from
  * another thread waits out a call in progress with a sequence count the
- * worker makes odd around its calls: no lock, and on the worker's side two
- * atomic increments per turn, only while it has pollers.
+ * worker makes odd around its calls (and around reading the fds before it
+ * sleeps): no lock, and on the worker's side two atomic increments per
+ * turn, and per sleep, only while it has pollers.
  */
 #include <errno.h>
 #include <sched.h>
@@ -47,14 +48,26 @@ unsigned int worker_poller_fds(struct pc_worker *w, struct pollfd *pfd, unsigned
 {
 	unsigned int i, n = 0, hi = atomic_load_explicit(&w->pollers_hi, memory_order_acquire);
 
+	if (!hi)
+		return 0;
+	/*
+	 * Reading fd is a use of the slot like a call: inside the odd count, so
+	 * that a remover on another thread waits it out before the slot can be
+	 * freed and an adder can write a new fd into it. Outside it, a poller
+	 * removed while its worker sleeps and its slot taken again was a data
+	 * race with the read before the sleep (ThreadSanitizer, test_pollers).
+	 * seq_cst, with the state loads below: the same Dekker pair.
+	 */
+	atomic_fetch_add(&w->poller_seq, 1);
 	for (i = 0; i < hi && n < max; i++) {
 		struct pc_poller *p = &w->pollers[i];
 
-		/* acquire: fd was written before the slot became ACTIVE */
-		if (atomic_load_explicit(&p->state, memory_order_acquire) == POLLER_ACTIVE &&
-		    p->fd >= 0)
+		/* also acquire: fd was written before the slot became ACTIVE */
+		if (atomic_load(&p->state) == POLLER_ACTIVE && p->fd >= 0)
 			pfd[n++] = (struct pollfd){ .fd = p->fd, .events = POLLIN };
 	}
+	/* release: the reads above happen before a waiting remover returns */
+	atomic_fetch_add_explicit(&w->poller_seq, 1, memory_order_release);
 	return n;
 }
 
@@ -81,7 +94,8 @@ struct pc_poller *pc_worker_add_poller_fd(struct pc_worker *w, pc_poller_fn fn, 
 		errno = EINVAL;
 		return NULL;
 	}
-	if (atomic_load(&w->stop) || w->released) {
+	/* a released worker was stopped first (worker_release_device()) */
+	if (atomic_load(&w->stop)) {
 		errno = ESHUTDOWN;
 		return NULL;
 	}

@@ -13,8 +13,8 @@
  *
  * Who may call what:
  *
- *   call                       | worker thread (handler, | other threads
- *                              | poller)                 |
+ *   call                       | the poller's worker     | other threads (1)
+ *                              | (handler, poller)       |
  *   ---------------------------+-------------------------+------------------
  *   pc_worker_add_poller[_fd]  | yes                     | yes
  *   pc_worker_remove_poller    | yes (returns at once)   | yes (waits for a
@@ -23,6 +23,10 @@
  *   pc_conn_worker,            |                         |
  *   pc_worker_index            |                         |
  *   pc_worker_self             | yes                     | yes (NULL)
+ *
+ *   (1) another worker's thread too: it waits like any thread, stalling
+ *       its own worker; two workers removing each other's pollers at the
+ *       same moment wait for each other forever.
  *
  * None of them takes an RCU read-side lock or needs one.
  */
@@ -144,7 +148,9 @@ PC_API struct pc_poller *pc_worker_add_poller_fd(struct pc_worker *w, pc_poller_
  * returns at once, and the poller is not called again after the current
  * call. Pollers left when the engine is destroyed are dropped with it.
  *
- * Return: 0, or -EINVAL for NULL or a handle already removed.
+ * Return: 0, or -EINVAL for NULL or a handle already removed (as long as
+ * no poller was added to the worker since: the slot may then be reused, and
+ * the stale handle names the new poller).
  */
 PC_API int pc_worker_remove_poller(struct pc_poller *p);
 
