@@ -165,12 +165,12 @@ if [ "$URING" != uring ]; then
 	exit 0
 fi
 DISK=$TMP/disk.img
-truncate -s 16M "$DISK"
+truncate -s 8M "$DISK"
 start_server file --file "$DISK" --hybrid
 grep -q 'io_uring' "$TMP/file.out" || fail "the file server does not say io_uring"
-client file_randrw --rw randrw --bs 4k --iodepth 32 --size 16M --time 2 --verify
+client file_randrw --rw randrw --bs 4k --iodepth 32 --size 4M --time 2 --verify
 verified file_randrw
-client phase_w --phase write --rw randwrite --gen 7 --bs 8k --size 16M
+client phase_w --phase write --rw randwrite --gen 7 --bs 8k --size 4M
 grep -q 'blocks of generation 7 written .* FLUSH acknowledged' "$TMP/phase_w.out" ||
 	fail "--phase write did not report the FLUSH"
 kill -KILL "$SRV_PID"
@@ -179,9 +179,9 @@ SRV_PID=
 [ "$(head -c 8 "$DISK")" = PBLKSTMP ] || fail "block 0 of the file holds no stamp"
 PORT=$((PORT + 1))
 start_server file2 --file "$DISK"
-client phase_c --phase check --gen 7 --bs 4k --size 16M
-grep -q '^pollcore-blk client: phase check: 0 mismatches in 4096 blocks of generation 7' \
-	"$TMP/phase_c.out" || fail "the check after SIGKILL did not find all 4096 blocks"
+client phase_c --phase check --gen 7 --bs 4k --size 4M
+grep -q '^pollcore-blk client: phase check: 0 mismatches in 1024 blocks of generation 7' \
+	"$TMP/phase_c.out" || fail "the check after SIGKILL did not find all 1024 blocks"
 "$BLK" client "$ADDR" --port $PORT --no-numa --phase check --gen 8 --size 1M \
 	>"$TMP/phase_c8.out" 2>"$TMP/phase_c8.err" && fail "--phase check --gen 8 passed"
 grep -q 'phase check: 256 mismatches in 256 blocks of generation 8' "$TMP/phase_c8.out" ||
@@ -189,5 +189,5 @@ grep -q 'phase check: 256 mismatches in 256 blocks of generation 8' "$TMP/phase_
 stop_server file2
 [ "$(counter file2 io_errors)" = 0 ] || fail "the restarted server counted io errors"
 ok "file: $(grep -o 'file [^ ]* ([^)]*)' "$TMP/file.out" | head -n 1); verified randrw;" \
-	"acknowledged writes survived SIGKILL (4096 blocks, generation 7)"
+	"acknowledged writes survived SIGKILL (1024 blocks, generation 7)"
 echo "PASS"
