@@ -9,10 +9,10 @@
 #    read, write and randrw --verify runs (4 KiB, and 16 KiB randrw) end
 #    with 0 mismatches and no error; --json is one line with ordered
 #    percentiles; the server counted staging waits and no failure;
-#  - --bad-cmds: every invalid command gets its exact status, a bad rkey
-#    and a bad address cost at most their connection, good I/O works after
-#    each, and a verified client on another connection meanwhile is
-#    unaffected;
+#  - --bad-cmds (a server of 2 hybrid-idle workers): every invalid command
+#    gets its exact status, a bad rkey and a bad address cost at most their
+#    connection, good I/O works after each, and a verified client on
+#    another connection meanwhile is unaffected;
 #  - file backend (io_uring, when built): a randrw --verify run; then
 #    durability: --phase write (generation 7, then FLUSH), the server
 #    SIGKILLed and restarted on the same file, --phase check finds every
@@ -94,9 +94,9 @@ stop_server() {
 	grep -q "worker 0: reads" "$TMP/$1.out" || fail "the server printed no counters"
 }
 
-# counter LOG NAME: the server's worker-0 counter NAME.
+# counter LOG NAME: the server's counter NAME, summed over its workers.
 counter() {
-	grep -o " $2 [0-9]*" "$TMP/$1.out" | tail -n 1 | awk '{print $2}'
+	grep -o " $2 [0-9]*" "$TMP/$1.out" | awk '{s += $2} END {print s + 0}'
 }
 
 # client LOG ARGS...: a client run that must exit 0.
@@ -140,7 +140,7 @@ ok "RAM: 4 verified runs, 0 mismatches; $(counter ram staging_waits) commands wa
 	"staging (at most $(counter ram max_waiting) at once), none failed"
 
 # --- bad commands ------------------------------------------------------------------------
-start_server bad --ram 16M
+start_server bad --ram 16M --workers 2 --hybrid
 "$BLK" client "$ADDR" --port $PORT --no-numa --rw randrw --size 4M --time 8 --verify \
 	>"$TMP/bg.out" 2>"$TMP/bg.err" &
 BG_PID=$!

@@ -145,23 +145,86 @@ int blk_ram_open(struct blk_backend *b, uint64_t size, uint32_t bs, int node);
  */
 int blk_uring_open(struct blk_backend *b, const char *path, uint32_t bs);
 
-/* server.c: page-aligned, zeroed memory on NUMA node @node (-1: any); main thread. */
+/**
+ * blk_mem_alloc - page-aligned, zeroed memory, placed on a NUMA node.
+ * @len: bytes.
+ * @node: NUMA os index, or -1 for any.
+ *
+ * Main thread, at start (server.c).
+ *
+ * Return: the memory, or NULL.
+ */
 void *blk_mem_alloc(size_t len, int node);
-/* server.c: free what blk_mem_alloc() gave, @len bytes. */
+
+/**
+ * blk_mem_free - free what blk_mem_alloc() gave.
+ * @p: the memory, or NULL.
+ * @len: its size.
+ */
 void blk_mem_free(void *p, size_t len);
 
-/* server.c: `pollcore-blk server ...`; returns the exit status. */
+/**
+ * blk_server_main - `pollcore-blk server ...` (server.c).
+ * @argc: arguments after the program name ("server" first).
+ * @argv: them.
+ *
+ * Return: the exit status.
+ */
 int blk_server_main(int argc, char **argv);
-/* client.c: `pollcore-blk client ...`; returns the exit status. */
+
+/**
+ * blk_client_main - `pollcore-blk client ...` (client.c).
+ * @argc: arguments after the program name ("client" first).
+ * @argv: them.
+ *
+ * Return: the exit status.
+ */
 int blk_client_main(int argc, char **argv);
 
-/* main.c: the usage text, on @f. */
+/**
+ * blk_usage - print the usage text (main.c).
+ * @f: stream.
+ */
 void blk_usage(FILE *f);
-/* main.c: option helpers. Each prints the usage error and returns -1 on a bad value. */
+
+/**
+ * blk_bad_usage - say what was wrong, then the usage, on stderr.
+ * @fmt: printf format.
+ *
+ * Return: 2, the exit status of bad usage.
+ */
 int blk_bad_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/**
+ * blk_parse_u32 - a decimal number from @min to @max.
+ * @opt: the option's name, for the message.
+ * @s: its value.
+ * @min: smallest allowed.
+ * @max: largest allowed.
+ * @out: the number.
+ *
+ * Return: 0, or -1 after blk_bad_usage() said why.
+ */
 int blk_parse_u32(const char *opt, const char *s, uint32_t min, uint32_t max, uint32_t *out);
-/* Sizes: a number with an optional k, m, g or t suffix (powers of 1024). */
+
+/**
+ * blk_parse_size - a size: a number with an optional k, m, g or t suffix
+ * (powers of 1024; "KiB" and "kb" spellings too).
+ * @opt: the option's name, for the message.
+ * @s: its value.
+ * @min: smallest allowed, bytes.
+ * @max: largest allowed, bytes.
+ * @out: bytes.
+ *
+ * Return: 0, or -1 after blk_bad_usage() said why.
+ */
 int blk_parse_size(const char *opt, const char *s, uint64_t min, uint64_t max, uint64_t *out);
+
+/**
+ * blk_now_ns - CLOCK_MONOTONIC in nanoseconds.
+ *
+ * Return: the time.
+ */
 uint64_t blk_now_ns(void);
 
 #endif /* BLK_H */

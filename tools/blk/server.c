@@ -49,15 +49,7 @@ struct blk_server {
 
 static struct pc_topo *topo; /* NULL with --no-numa, or when hwloc cannot load one */
 
-/**
- * blk_mem_alloc - page-aligned, zeroed memory, placed on NUMA node @node.
- * @len: bytes.
- * @node: NUMA os index, or -1.
- *
- * Main thread, at start.
- *
- * Return: the memory, or NULL.
- */
+/* blk.h */
 void *blk_mem_alloc(size_t len, int node)
 {
 	void *p;
@@ -70,11 +62,7 @@ void *blk_mem_alloc(size_t len, int node)
 	return p;
 }
 
-/**
- * blk_mem_free - free memory from blk_mem_alloc().
- * @p: memory, or NULL.
- * @len: its size.
- */
+/* blk.h */
 void blk_mem_free(void *p, size_t len)
 {
 	if (topo)
