@@ -36,6 +36,7 @@ struct blk_io {
 	struct blk_wq *wq;	/* owning worker's state */
 	uint8_t *stage;		/* staging buffer, NULL while none is held */
 	uint32_t stage_idx;
+	bool gone;		/* its connection is DOWN: no more calls that name it */
 	struct blk_io *next;	/* free list or wait queue */
 };
 

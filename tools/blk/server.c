@@ -162,6 +162,11 @@ static void io_rdma(struct blk_io *io, uint8_t code)
 {
 	int ret;
 
+	if (pc_unlikely(io->gone)) { /* engine.h: the handle is not named after DOWN */
+		io->wq->st.xfer_errors++;
+		io_finish(io, BLK_S_XFER);
+		return;
+	}
 	io->op = (struct pc_op){.code = code,
 				.local = io->stage,
 				.lkey = io->wq->lkey,
@@ -213,6 +218,10 @@ static void wq_run(struct blk_wq *wq)
 			wq->wait_tail = NULL;
 		wq->nwaiting--;
 		io->next = NULL;
+		if (pc_unlikely(io->gone)) { /* nobody to answer: the slot comes back */
+			io_finish(io, BLK_S_XFER);
+			continue;
+		}
 		io->stage_idx = wq->stage_free[--wq->nstage_free];
 		io->stage = wq->stage_mem + (size_t)io->stage_idx * s->geom.max_io;
 		if (io->cmd.opcode == BLK_OP_READ)
@@ -257,6 +266,7 @@ static void srv_on_msg(struct pc_msg *m, void *arg)
 	io->msg = m;
 	io->next = NULL;
 	io->stage = NULL;
+	io->gone = false;
 	if (cmd.opcode == BLK_OP_FLUSH) {
 		s->be.submit(&s->be, wq, io);
 		return;
@@ -287,7 +297,7 @@ static void srv_on_conn(struct pc_conn *conn, enum pc_conn_event ev, void *arg)
 	struct blk_server *s = arg;
 	struct blk_wq *wq = wq_of(s, conn);
 	struct pc_conn_info ci;
-	uint32_t rkey;
+	uint32_t rkey, k;
 
 	pc_conn_info(conn, &ci);
 	if (ev == PC_CONN_UP) {
@@ -308,6 +318,14 @@ static void srv_on_conn(struct pc_conn *conn, enum pc_conn_event ev, void *arg)
 	} else {
 		printf(PROG " server: %s qp 0x%x: closed after %" PRIu64 " commands: %s\n",
 		       ci.device, ci.qp_num, ci.msgs_recv, pc_last_error());
+		/*
+		 * Its commands still in the backend or waiting for staging finish
+		 * without naming the connection again: their replies go to
+		 * pc_reply(), which takes a message after DOWN (-ENOTCONN).
+		 */
+		for (k = 0; k < wq->nios; k++)
+			if (wq->ios[k].msg && wq->ios[k].msg->conn == conn)
+				wq->ios[k].gone = true;
 		atomic_fetch_add_explicit(&s->downs, 1, memory_order_relaxed);
 		if (!--wq->conns && wq->mr) {
 			pc_mem_dereg(wq->mr);
