@@ -17,6 +17,7 @@
 #include <stdio.h>
 
 #include "proto.h"
+#include "../cli.h"
 
 #define PROG "pollcore-blk"
 
@@ -188,13 +189,8 @@ int blk_client_main(int argc, char **argv);
  */
 void blk_usage(FILE *f);
 
-/**
- * blk_bad_usage - say what was wrong, then the usage, on stderr.
- * @fmt: printf format.
- *
- * Return: 2, the exit status of bad usage.
- */
-int blk_bad_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A usage error: what was wrong, then the usage, on stderr; returns 2 (tools/cli.h). */
+#define blk_bad_usage(...) cli_bad_usage(PROG, blk_usage, __VA_ARGS__)
 
 /**
  * blk_parse_u32 - a decimal number from @min to @max.

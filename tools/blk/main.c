@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "../cli.h"
 
 void blk_usage(FILE *f)
 {
@@ -37,19 +38,6 @@ void blk_usage(FILE *f)
 		"worker; client: rw randread, bs 4k, iodepth 32 (at most 64), size 64M, time 10 s\n"
 		"(0: one pass over size), gen 1\n",
 		BLK_PORT, BLK_MAX_IO >> 10);
-}
-
-int blk_bad_usage(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, PROG ": ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\n");
-	blk_usage(stderr);
-	return 2;
 }
 
 int blk_parse_u32(const char *opt, const char *s, uint32_t min, uint32_t max, uint32_t *out)
