@@ -120,7 +120,7 @@ static int post_recv(struct fpeer *p, uint32_t slot)
 }
 
 /* PD, CQ, QP, the slots and the credit word, on the device the route resolved to. */
-static int setup_qp(struct fpeer *p, uint32_t slot_size, uint32_t nrecv)
+static int setup_qp(struct fpeer *p, uint32_t slot_size, uint32_t nrecv, bool post)
 {
 	struct ibv_qp_init_attr attr = {
 		.qp_type = IBV_QPT_RC,
@@ -160,7 +160,7 @@ static int setup_qp(struct fpeer *p, uint32_t slot_size, uint32_t nrecv)
 				  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	if (!p->credit_mr)
 		return fail(p, errno, "ibv_reg_mr(credit word)");
-	for (i = 0; i < nrecv; i++)
+	for (i = 0; post && i < nrecv; i++)
 		if (post_recv(p, i))
 			return fail(p, errno, "ibv_post_recv");
 	return 0;
@@ -180,7 +180,8 @@ int fpeer_connect(struct fpeer *p, const char *addr, uint16_t port, const struct
 
 	ret = resolve(p, addr, port, ms);
 	if (!ret)
-		ret = setup_qp(p, o->slot_size ? o->slot_size : 8256, o->nrecv ? o->nrecv : NRECV);
+		ret = setup_qp(p, o->slot_size ? o->slot_size : 8256, o->nrecv ? o->nrecv : NRECV,
+			       !o->no_recv);
 	if (ret)
 		return ret;
 	if (o->priv == FPEER_POLLCORE) {
@@ -408,7 +409,7 @@ int fpeer_abandon(const char *addr, uint16_t port, enum fpeer_abandon how, int t
 	}
 	ret = resolve(&p, addr, port, timeout_ms);
 	if (!ret && how == FPEER_AFTER_CONNECT) {
-		ret = setup_qp(&p, 128, NRECV);
+		ret = setup_qp(&p, 128, NRECV, true);
 		if (!ret) {
 			priv = (struct wire_cm_priv){ .magic = PC_CM_MAGIC, .credits = 8,
 						      .credit_addr = (uintptr_t)p.credit_word,

@@ -57,6 +57,7 @@ struct fpeer_opts {
 	uint8_t blob_len;
 	uint32_t slot_size;		/* bytes per send and receive slot; 0: 8256 */
 	uint32_t nrecv;			/* receives posted (and reposted by fpeer_poll()); 0: 128 */
+	bool no_recv;			/* post none: whatever the server sends meets RNR */
 	int timeout_ms;			/* 0: 10000 */
 };
 
