@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include "../hist.h"
 
 #define PROG		"pollcore-bench"
 #define BENCH_PORT	18800
@@ -104,35 +105,7 @@ void bench_pattern_fill(uint8_t *p, uint64_t len, uint32_t seed);
 uint64_t bench_digest(const uint8_t *p, uint64_t len);
 uint64_t bench_now_ns(void);
 
-/* A log-linear latency histogram: exact below 256 ns, then 128 buckets per power of two. */
-#define HIST_SUB     128u
-#define HIST_BUCKETS (HIST_SUB * 58u)
 
-struct bench_hist {
-	uint64_t n, min, max;
-	uint64_t b[HIST_BUCKETS];
-};
-
-static inline void hist_add(struct bench_hist *h, uint64_t v)
-{
-	unsigned int i, e;
-
-	if (v < 2 * HIST_SUB) {
-		i = (unsigned int)v;
-	} else {
-		e = 63u - (unsigned int)__builtin_clzll(v);
-		i = HIST_SUB * (e - 6) + (unsigned int)((v >> (e - 7)) & (HIST_SUB - 1));
-	}
-	h->b[i]++;
-	if (!h->n++ || v < h->min)
-		h->min = v;
-	if (v > h->max)
-		h->max = v;
-}
-
-void hist_merge(struct bench_hist *into, const struct bench_hist *from);
-/* The value at quantile @q (0..1), in ns; 0 for an empty histogram. */
-double hist_quantile(const struct bench_hist *h, double q);
 
 struct bench_opts {
 	enum bench_mode mode;
@@ -172,7 +145,7 @@ struct bench_result {
 	uint64_t bytes_received;	/* the server's count (send, rpc), else completed bytes */
 	uint64_t disorder;	/* out-of-order or wrong payloads, either side */
 	bool verified;		/* write: digests match; read: every byte of the region */
-	struct bench_hist *lat;	/* rpc: round trips; else NULL */
+	struct tool_hist *lat;	/* rpc: round trips; else NULL */
 	char error[512];	/* set on any failure */
 };
 

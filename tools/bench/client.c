@@ -56,7 +56,7 @@ struct bconn {
 	uint32_t slot_done;	/* rpc: done % window */
 	uint32_t slot_sent;	/* rpc: sent % window */
 	uint64_t *t0;		/* rpc: send time per window slot */
-	struct bench_hist *lat;
+	struct tool_hist *lat;
 	/* write and read */
 	uint8_t *buf;
 	void *mr;

@@ -59,47 +59,6 @@ uint64_t bench_digest(const uint8_t *p, uint64_t len)
 	return h;
 }
 
-void hist_merge(struct bench_hist *into, const struct bench_hist *from)
-{
-	unsigned int i;
-
-	if (!from->n)
-		return;
-	for (i = 0; i < HIST_BUCKETS; i++)
-		into->b[i] += from->b[i];
-	into->min = into->n ? PC_MIN(into->min, from->min) : from->min;
-	into->max = PC_MAX(into->max, from->max);
-	into->n += from->n;
-}
-
-/* The middle of bucket @i (its exact value below 256 ns). */
-static double hist_value(unsigned int i)
-{
-	unsigned int e;
-
-	if (i < 2 * HIST_SUB)
-		return i;
-	e = i / HIST_SUB + 6;
-	return (double)((uint64_t)(HIST_SUB + i % HIST_SUB) << (e - 7)) +
-	       (double)(1ull << (e - 7)) / 2;
-}
-
-double hist_quantile(const struct bench_hist *h, double q)
-{
-	uint64_t want = (uint64_t)(q * (double)h->n), seen = 0;
-	unsigned int i;
-
-	if (!h->n)
-		return 0;
-	want = want >= h->n ? h->n - 1 : want;
-	for (i = 0; i < HIST_BUCKETS; i++) {
-		seen += h->b[i];
-		if (seen > want)
-			return PC_MIN(PC_MAX(hist_value(i), (double)h->min), (double)h->max);
-	}
-	return (double)h->max;
-}
-
 void bench_params(const struct bench_opts *o, uint32_t msg_size, struct pc_engine_params *p)
 {
 	uint32_t rx = (64u << 20) / msg_size;

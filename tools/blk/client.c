@@ -37,54 +37,10 @@ static void on_signal(int sig)
 
 /* --- latency histogram ---------------------------------------------------------------- */
 
-static void hist_add(struct hist *h, uint64_t v)
-{
-	unsigned int i, e;
-
-	if (v < 2 * HIST_SUB) {
-		i = (unsigned int)v;
-	} else {
-		e = 63u - (unsigned int)__builtin_clzll(v);
-		i = HIST_SUB * (e - 6) + (unsigned int)((v >> (e - 7)) & (HIST_SUB - 1));
-	}
-	h->b[i]++;
-	if (!h->n++ || v < h->min)
-		h->min = v;
-	if (v > h->max)
-		h->max = v;
-}
-
-static double hist_value(unsigned int i)
-{
-	unsigned int e;
-
-	if (i < 2 * HIST_SUB)
-		return i;
-	e = i / HIST_SUB + 6;
-	return (double)((uint64_t)(HIST_SUB + i % HIST_SUB) << (e - 7)) +
-	       (double)(1ull << (e - 7)) / 2;
-}
-
 /* The value at quantile @q, in microseconds. */
-static double hist_us(const struct hist *h, double q)
+static double hist_us(const struct tool_hist *h, double q)
 {
-	uint64_t want = (uint64_t)(q * (double)h->n), seen = 0;
-	unsigned int i;
-	double v;
-
-	if (!h->n)
-		return 0;
-	want = want >= h->n ? h->n - 1 : want;
-	for (i = 0; i < HIST_BUCKETS; i++) {
-		seen += h->b[i];
-		if (seen > want) {
-			v = hist_value(i);
-			v = v < (double)h->min ? (double)h->min : v;
-			v = v > (double)h->max ? (double)h->max : v;
-			return v / 1e3;
-		}
-	}
-	return (double)h->max / 1e3;
+	return hist_quantile(h, q) / 1e3;
 }
 
 /* --- the worker: issuing and completing ----------------------------------------------- */
@@ -720,7 +676,7 @@ static int run(struct client *cl, const struct cli_opts *o)
 	if (o->verify) {
 		struct job check = {.read_pct = 100, .verify = true, .total = cl->nunits};
 		struct run_result cr;
-		struct hist keep = cl->lat; /* the report shows the workload's latencies */
+		struct tool_hist keep = cl->lat; /* the report shows the workload's latencies */
 
 		mism = cl->mismatches;
 		if (run_job(cl, &check, 0, "read-back", &cr))

@@ -16,19 +16,13 @@
 #include "blk.h"
 
 #include <stdatomic.h>
+#include "../hist.h"
 
 #define CLI_DATA_TAG	(1ull << 62) /* completions of the job's slots; others answer sync calls */
 #define CLI_GEN_UNKNOWN UINT32_MAX   /* a unit whose last write failed: not checked */
 #define CLI_MAX_DEPTH	64u	     /* pollcore's request window per connection */
 #define CLI_MISM_MSGS	5
 
-/* A log-linear latency histogram: exact below 256 ns, then 128 buckets per power of two. */
-#define HIST_SUB     128u
-#define HIST_BUCKETS (HIST_SUB * 58u)
-struct hist {
-	uint64_t n, min, max;
-	uint64_t b[HIST_BUCKETS];
-};
 
 enum job_state { JOB_IDLE = 0, JOB_RUN, JOB_DONE };
 enum sync_state { SYNC_IDLE = 0, SYNC_REQ, SYNC_SENT, SYNC_ANSWERED };
@@ -78,7 +72,7 @@ struct client {
 	uint32_t gen_next;
 	uint64_t rng, issued, seq_pos;
 	struct job job;
-	struct hist lat;
+	struct tool_hist lat;
 	uint64_t mismatches, checked_blocks, errors;
 	char mism_msg[CLI_MISM_MSGS][200];
 	/* shared */
