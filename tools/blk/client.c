@@ -69,12 +69,18 @@ static void cli_fail(struct client *cl, const char *fmt, ...)
 	atomic_store_explicit(&cl->failed, 1, memory_order_release);
 }
 
-/* The next unit the job wants, or UINT64_MAX when it must wait (the unit is busy). */
-static uint64_t pick_unit(struct client *cl)
+/*
+ * The next unit the job wants, or UINT64_MAX when it must wait (the unit is
+ * busy). *@again: a unit a close lost, issued again (not counted as new).
+ */
+static uint64_t pick_unit(struct client *cl, bool *again)
 {
 	uint64_t u;
 	int tries;
 
+	*again = cl->nredo > 0;
+	if (*again)
+		return cl->redo[--cl->nredo]; /* never busy: nothing is in flight on it */
 	if (cl->job.perm)
 		u = cl->perm[cl->issued];
 	else if (!cl->job.rand)
@@ -98,16 +104,20 @@ static int issue(struct client *cl)
 	struct pc_msg *m;
 	uint32_t idx, k;
 	uint64_t u;
+	bool again;
 	int n = 0, ret;
 
-	while (cl->inflight < cl->depth && (!cl->job.total || cl->issued < cl->job.total) &&
+	while (cl->inflight < cl->depth &&
+	       (!cl->job.total || cl->issued < cl->job.total || cl->nredo) &&
 	       !atomic_load_explicit(&cl->stop, memory_order_relaxed)) {
-		u = pick_unit(cl);
-		if (u == UINT64_MAX)
-			break;
 		m = pc_msg_alloc(cl->conn);
 		if (!m)
 			break; /* ENOBUFS: all send buffers out; completions bring them back */
+		u = pick_unit(cl, &again);
+		if (u == UINT64_MAX) {
+			pc_msg_release(m);
+			break;
+		}
 		idx = cl->free_slots[--cl->nfree];
 		s = &cl->slots[idx];
 		s->unit = u;
@@ -117,7 +127,7 @@ static int issue(struct client *cl)
 			: rng_next(cl) % 100 < cl->job.read_pct ? BLK_OP_READ
 								: BLK_OP_WRITE;
 		c.opcode = s->op;
-		c.lba = u * cl->blks_per_io;
+		c.lba = cl->base_lba + u * cl->blks_per_io;
 		c.addr = (uintptr_t)(cl->buf + (size_t)idx * cl->iobs);
 		c.tag = CLI_DATA_TAG | (uint64_t)s->seq << 32 | idx;
 		if (s->op == BLK_OP_WRITE) {
@@ -135,6 +145,8 @@ static int issue(struct client *cl)
 		ret = pc_call(m, NULL);
 		if (pc_unlikely(ret)) {
 			cl->free_slots[cl->nfree++] = idx;
+			if (again)
+				cl->redo[cl->nredo++] = (uint32_t)u;
 			if (ret == -EAGAIN) { /* the request window: wait for completions */
 				pc_msg_release(m);
 				break;
@@ -147,33 +159,49 @@ static int issue(struct client *cl)
 		s->busy = true;
 		cl->unit_busy[u] = 1;
 		cl->inflight++;
-		cl->issued++;
-		cl->seq_pos++;
+		if (!again) {
+			cl->issued++;
+			cl->seq_pos++;
+		}
 		n++;
 	}
 	return n;
 }
 
+/*
+ * A unit whose write was in flight at a close (gen_alt) holds the old or the
+ * new generation, blocks of either: each block may match either, and the
+ * first read settles what the unit has from then on (a mix of both, a write
+ * torn by a crash, leaves no single right answer until the next write).
+ */
 static void check_read(struct client *cl, uint32_t idx, const struct cslot *s)
 {
 	const uint8_t *b = cl->buf + (size_t)idx * cl->iobs;
-	uint64_t lba = s->unit * cl->blks_per_io;
+	uint64_t lba = cl->base_lba + s->unit * cl->blks_per_io;
+	uint32_t alt = cl->gen_alt[s->unit];
 	enum blk_stamp_err e;
-	uint32_t k, got = 0;
+	uint32_t k, got = 0, want = s->gen, nalt = 0;
 
-	if (!s->gen || s->gen == CLI_GEN_UNKNOWN)
+	cl->gen_alt[s->unit] = 0;
+	if (!want || want == CLI_GEN_UNKNOWN)
 		return; /* never written by this run, or a failed write: no right answer */
 	for (k = 0; k < cl->blks_per_io; k++) {
-		e = blk_stamp_check(b + k * cl->g.bs, cl->g.bs, lba + k, s->gen, &got);
+		e = blk_stamp_check(b + k * cl->g.bs, cl->g.bs, lba + k, want, &got);
+		if (pc_unlikely(e == BLK_STAMP_GEN && alt && got == alt)) {
+			e = BLK_STAMP_OK; /* the lost write had landed */
+			nalt++;
+		}
 		cl->checked_blocks++;
 		if (pc_likely(e == BLK_STAMP_OK))
 			continue;
 		if (cl->mismatches < CLI_MISM_MSGS)
 			snprintf(cl->mism_msg[cl->mismatches], sizeof(cl->mism_msg[0]),
 				 "lba %" PRIu64 ": %s (expected generation %u, found %u)", lba + k,
-				 blk_stamp_err_str(e), s->gen, got);
+				 blk_stamp_err_str(e), want, got);
 		cl->mismatches++;
 	}
+	if (nalt)
+		cl->gen[s->unit] = nalt == cl->blks_per_io ? alt : CLI_GEN_UNKNOWN;
 }
 
 static void cli_on_msg(struct pc_msg *m, void *arg)
@@ -212,10 +240,13 @@ static void cli_on_msg(struct pc_msg *m, void *arg)
 		cli_fail(cl, "%s of lba %" PRIu64 ": status %u (%s)",
 			 s->op == BLK_OP_READ ? "read" : "write", s->unit * cl->blks_per_io,
 			 c.status, blk_status_str(c.status));
-		if (s->op == BLK_OP_WRITE)
+		if (s->op == BLK_OP_WRITE) {
 			cl->gen[s->unit] = CLI_GEN_UNKNOWN;
+			cl->gen_alt[s->unit] = 0;
+		}
 	} else if (s->op == BLK_OP_WRITE) {
 		cl->gen[s->unit] = s->gen;
+		cl->gen_alt[s->unit] = 0;
 		atomic_fetch_add_explicit(&cl->done_writes, 1, memory_order_relaxed);
 	} else {
 		if (cl->job.verify)
@@ -229,11 +260,17 @@ static void cli_on_msg(struct pc_msg *m, void *arg)
 	cl->inflight--;
 }
 
-/* Forgets what was in flight on a closed connection; its completions will never come. */
+/*
+ * Forgets what was in flight on a closed connection; its completions will
+ * never come. With --reconnect the job goes on: a write in flight may or may
+ * not have landed (check_read() takes either generation), and a counted
+ * job (prefill, read-back, phases) issues the lost units again.
+ */
 static void cli_on_conn(struct pc_conn *conn, enum pc_conn_event ev, void *arg)
 {
 	struct client *cl = arg;
 	struct pc_conn *expect = conn;
+	struct cslot *s;
 	uint32_t i;
 
 	if (ev != PC_CONN_DOWN)
@@ -247,13 +284,27 @@ static void cli_on_conn(struct pc_conn *conn, enum pc_conn_event ev, void *arg)
 	if (conn != cl->conn)
 		return;
 	snprintf(cl->down_reason, sizeof(cl->down_reason), "%s", pc_last_error());
-	for (i = 0; i < cl->depth; i++)
-		if (cl->slots[i].busy) {
-			cl->slots[i].busy = false;
-			cl->unit_busy[cl->slots[i].unit] = 0;
-			cl->free_slots[cl->nfree++] = i;
-		}
-	if (cl->inflight || atomic_load_explicit(&cl->state, memory_order_relaxed) == JOB_RUN)
+	for (i = 0; i < cl->depth; i++) {
+		s = &cl->slots[i];
+		if (!s->busy)
+			continue;
+		s->busy = false;
+		cl->unit_busy[s->unit] = 0;
+		cl->free_slots[cl->nfree++] = i;
+		if (!cl->reconnect)
+			continue;
+		if (s->op == BLK_OP_WRITE && cl->gen_alt[s->unit]) /* a third candidate */
+			cl->gen[s->unit] = CLI_GEN_UNKNOWN;
+		if (s->op == BLK_OP_WRITE && cl->gen[s->unit] != CLI_GEN_UNKNOWN)
+			cl->gen_alt[s->unit] = s->gen;
+		else if (s->op == BLK_OP_WRITE)
+			cl->gen_alt[s->unit] = 0;
+		if (cl->job.total)
+			cl->redo[cl->nredo++] = (uint32_t)s->unit;
+		cl->lost++;
+	}
+	if (!cl->reconnect &&
+	    (cl->inflight || atomic_load_explicit(&cl->state, memory_order_relaxed) == JOB_RUN))
 		cli_fail(cl, "the connection closed with %u commands in flight: %s", cl->inflight,
 			 cl->down_reason);
 	cl->inflight = 0;
@@ -271,8 +322,13 @@ static int cli_poll(void *arg)
 
 	if (!cl->conn) {
 		nc = atomic_exchange_explicit(&cl->new_conn, NULL, memory_order_acquire);
-		if (!nc)
+		if (!nc) {
+			/* closed, and no new connection will come: the job ends here */
+			if (atomic_load_explicit(&cl->failed, memory_order_relaxed) &&
+			    atomic_load_explicit(&cl->state, memory_order_relaxed) == JOB_RUN)
+				atomic_store_explicit(&cl->state, JOB_DONE, memory_order_release);
 			return 0;
+		}
 		cl->conn = nc;
 	}
 	if (atomic_load_explicit(&cl->sync_state, memory_order_acquire) == SYNC_REQ &&
@@ -293,7 +349,7 @@ static int cli_poll(void *arg)
 		work += issue(cl);
 	if (!cl->inflight && (atomic_load_explicit(&cl->failed, memory_order_relaxed) ||
 			      atomic_load_explicit(&cl->stop, memory_order_relaxed) ||
-			      (cl->job.total && cl->issued >= cl->job.total)))
+			      (cl->job.total && cl->issued >= cl->job.total && !cl->nredo)))
 		atomic_store_explicit(&cl->state, JOB_DONE, memory_order_release);
 	return work;
 }
@@ -346,10 +402,49 @@ int cli_reconnect(struct client *cl, struct pc_engine *e, const char *addr, uint
 	return 0;
 }
 
+/*
+ * --reconnect: after a close, connects again for up to reconnect_s seconds.
+ * Main thread. Return: 0 (connected again, or not closed), -1.
+ */
+static int cli_recover(struct client *cl)
+{
+	uint64_t t0 = blk_now_ns();
+
+	if (!cl->reconnect || !atomic_load_explicit(&cl->down, memory_order_acquire))
+		return 0;
+	fprintf(stderr, PROG " client: the connection closed (%s); reconnecting for up to %u s\n",
+		cl->down_reason, cl->reconnect_s);
+	for (;;) {
+		if (!cli_reconnect(cl, cl->e, cl->addr, cl->port)) {
+			cl->reconnects++;
+			fprintf(stderr, PROG " client: reconnected after %.1f s\n",
+				(double)(blk_now_ns() - t0) / 1e9);
+			return 0;
+		}
+		if (interrupted || blk_now_ns() - t0 >= (uint64_t)cl->reconnect_s * 1000000000u) {
+			fprintf(stderr, PROG " client: no connection within %u s; giving up\n",
+				cl->reconnect_s);
+			return -1;
+		}
+		sleep(1);
+	}
+}
+
+/* cli_sync_cmd(), and with --reconnect once more on every new connection. */
+static int sync_cmd(struct client *cl, const struct blk_cmd *c, struct blk_cpl *out)
+{
+	int ret;
+
+	while ((ret = cli_sync_cmd(cl, c, out)) == -ENOTCONN && cl->reconnect)
+		if (cli_recover(cl))
+			break;
+	return ret;
+}
+
 struct cli_opts {
 	const char *addr, *rw, *phase;
-	uint32_t port, iobs, depth, time_s, gen;
-	uint64_t size;
+	uint32_t port, iobs, depth, time_s, gen, reconnect_s;
+	uint64_t size, offset;
 	bool verify, json, bad_cmds, no_numa;
 };
 
@@ -376,6 +471,11 @@ static int run_job(struct client *cl, const struct job *job, uint32_t time_s, co
 	atomic_store_explicit(&cl->state, JOB_RUN, memory_order_release);
 	while (atomic_load_explicit(&cl->state, memory_order_acquire) != JOB_DONE) {
 		usleep(5000);
+		if (atomic_load_explicit(&cl->down, memory_order_acquire) && cl->reconnect) {
+			if (cli_recover(cl))
+				return -1; /* the worker may still own the job: leave it */
+			last_change = blk_now_ns(); /* the stall clock restarts */
+		}
 		t = blk_now_ns();
 		if ((time_s && t - t0 >= (uint64_t)time_s * 1000000000u) || interrupted)
 			atomic_store_explicit(&cl->stop, true, memory_order_relaxed);
@@ -442,7 +542,7 @@ static int flush(struct client *cl)
 {
 	struct blk_cmd c = {.magic = BLK_CMD_MAGIC, .opcode = BLK_OP_FLUSH, .tag = 2};
 	struct blk_cpl r;
-	int ret = cli_sync_cmd(cl, &c, &r);
+	int ret = sync_cmd(cl, &c, &r);
 
 	if (ret || r.status != BLK_S_OK) {
 		fprintf(stderr, PROG " client: FLUSH failed: %s\n",
@@ -471,11 +571,13 @@ static void report(const struct client *cl, const struct cli_opts *o, const stru
 		       ", \"writes\": %" PRIu64 ", \"iops\": %.0f, \"bw_mib_s\": %.3f, "
 		       "\"lat_us\": {\"p50\": %.1f, \"p99\": %.1f, \"p999\": %.1f, \"max\": %.1f}, "
 		       "\"verify\": %s, \"blocks_checked\": %" PRIu64 ", \"mismatches\": %" PRIu64
-		       ", \"errors\": %" PRIu64 "}\n",
+		       ", \"errors\": %" PRIu64 ", \"reconnects\": %u, \"lost_in_flight\": %" PRIu64
+		       "}\n",
 		       o->rw, cl->iobs, cl->depth, cl->nunits * cl->iobs, r->secs, r->ios, r->reads,
 		       r->writes, iops, mibs, hist_us(&cl->lat, 0.5), hist_us(&cl->lat, 0.99),
 		       hist_us(&cl->lat, 0.999), (double)cl->lat.max / 1e3,
-		       o->verify ? "true" : "false", cl->checked_blocks, cl->mismatches, cl->errors);
+		       o->verify ? "true" : "false", cl->checked_blocks, cl->mismatches, cl->errors,
+		       cl->reconnects, cl->lost);
 		return;
 	}
 	printf("%-9s %s, bs %u, iodepth %u, size %" PRIu64 " KiB\n", "job", o->rw, cl->iobs,
@@ -489,6 +591,10 @@ static void report(const struct client *cl, const struct cli_opts *o, const stru
 	if (o->verify)
 		printf("%-9s %" PRIu64 " mismatches in %" PRIu64 " blocks checked\n", "verify",
 		       cl->mismatches, cl->checked_blocks);
+	if (o->reconnect_s)
+		printf("%-9s %u reconnects, %" PRIu64 " commands in flight at closes (their "
+		       "writes taken as landed or not)\n",
+		       "reconnect", cl->reconnects, cl->lost);
 }
 
 static int parse_opts(int argc, char **argv, struct cli_opts *o)
@@ -500,6 +606,7 @@ static int parse_opts(int argc, char **argv, struct cli_opts *o)
 	    {"verify", no_argument, NULL, 'V'},      {"json", no_argument, NULL, 'j'},
 	    {"phase", required_argument, NULL, 'P'}, {"gen", required_argument, NULL, 'g'},
 	    {"bad-cmds", no_argument, NULL, 'B'},    {"no-numa", no_argument, NULL, 'N'},
+	    {"offset", required_argument, NULL, 'o'}, {"reconnect", required_argument, NULL, 'R'},
 	    {"help", no_argument, NULL, 'h'},	     {0},
 	};
 	static const char *const rws[] = {"read", "write", "randread", "randwrite", "randrw"};
@@ -507,7 +614,7 @@ static int parse_opts(int argc, char **argv, struct cli_opts *o)
 	unsigned int i;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "p:r:b:q:s:t:VjP:g:BNh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:r:b:q:s:t:VjP:g:BNo:R:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			if (blk_parse_u32("--port", optarg, 1, 65535, &o->port))
@@ -547,6 +654,14 @@ static int parse_opts(int argc, char **argv, struct cli_opts *o)
 			if (blk_parse_u32("--gen", optarg, 1, CLI_GEN_UNKNOWN - 1, &o->gen))
 				return 2;
 			break;
+		case 'o':
+			if (blk_parse_size("--offset", optarg, 0, 1ull << 44, &o->offset))
+				return 2;
+			break;
+		case 'R':
+			if (blk_parse_u32("--reconnect", optarg, 1, 3600, &o->reconnect_s))
+				return 2;
+			break;
 		case 'V': o->verify = true; break;
 		case 'j': o->json = true; break;
 		case 'B': o->bad_cmds = true; break;
@@ -566,6 +681,8 @@ static int parse_opts(int argc, char **argv, struct cli_opts *o)
 	o->addr = argv[optind];
 	if (o->phase && o->bad_cmds)
 		return blk_bad_usage("client: --phase and --bad-cmds do not go together");
+	if (o->reconnect_s && o->bad_cmds)
+		return blk_bad_usage("client: --reconnect and --bad-cmds do not go together");
 	if (o->size < o->iobs)
 		return blk_bad_usage("client: --size %" PRIu64 " is less than one I/O (--bs %u)",
 				     o->size, o->iobs);
@@ -586,12 +703,20 @@ static int setup_region(struct client *cl, const struct cli_opts *o)
 			o->iobs, cl->g.bs, cl->g.max_io);
 		return -1;
 	}
-	if (o->size > cl->g.nblocks * cl->g.bs) {
-		fprintf(stderr, PROG " client: --size %" PRIu64 " is larger than the device (%" PRIu64
-				     " bytes)\n",
-			o->size, cl->g.nblocks * cl->g.bs);
+	if (o->offset % cl->g.bs) {
+		fprintf(stderr, PROG " client: --offset %" PRIu64 " is not a multiple of the "
+				     "server's block size (%u bytes)\n",
+			o->offset, cl->g.bs);
 		return -1;
 	}
+	if (o->offset + o->size > cl->g.nblocks * cl->g.bs) {
+		fprintf(stderr,
+			PROG " client: --offset %" PRIu64 " + --size %" PRIu64
+			     " is larger than the device (%" PRIu64 " bytes)\n",
+			o->offset, o->size, cl->g.nblocks * cl->g.bs);
+		return -1;
+	}
+	cl->base_lba = o->offset / cl->g.bs;
 	cl->iobs = o->iobs;
 	cl->blks_per_io = o->iobs / cl->g.bs;
 	cl->nunits = o->size / o->iobs;
@@ -600,8 +725,9 @@ static int setup_region(struct client *cl, const struct cli_opts *o)
 		return -1;
 	}
 	cl->gen = calloc(cl->nunits, sizeof(*cl->gen));
+	cl->gen_alt = calloc(cl->nunits, sizeof(*cl->gen_alt));
 	cl->unit_busy = calloc(cl->nunits, 1);
-	if (!cl->gen || !cl->unit_busy)
+	if (!cl->gen || !cl->gen_alt || !cl->unit_busy)
 		return -1;
 	for (i = 0; i < cl->nunits && o->phase && !strcmp(o->phase, "check"); i++)
 		cl->gen[i] = o->gen;
@@ -612,7 +738,7 @@ static int identify(struct client *cl)
 {
 	struct blk_cmd c = {.magic = BLK_CMD_MAGIC, .opcode = BLK_OP_IDENTIFY, .tag = 1};
 	struct blk_cpl r;
-	int ret = cli_sync_cmd(cl, &c, &r);
+	int ret = sync_cmd(cl, &c, &r);
 
 	if (ret || r.status != BLK_S_OK) {
 		fprintf(stderr, PROG " client: IDENTIFY failed: %s\n",
@@ -699,8 +825,9 @@ static int client_alloc(struct client *cl, uint32_t depth, uint32_t iobs)
 	cl->depth = depth;
 	cl->slots = calloc(depth, sizeof(*cl->slots));
 	cl->free_slots = calloc(depth, sizeof(*cl->free_slots));
+	cl->redo = calloc(depth, sizeof(*cl->redo)); /* lost + in flight never exceed depth */
 	if (posix_memalign((void **)&cl->buf, 4096, (size_t)depth * iobs) || !cl->slots ||
-	    !cl->free_slots)
+	    !cl->free_slots || !cl->redo)
 		return -1;
 	memset(cl->buf, 0, (size_t)depth * iobs);
 	for (i = 0; i < depth; i++)
@@ -733,6 +860,10 @@ int blk_client_main(int argc, char **argv)
 	}
 	cl->json = o.json;
 	cl->iobs = o.iobs;
+	cl->reconnect = o.reconnect_s > 0;
+	cl->reconnect_s = o.reconnect_s;
+	cl->addr = o.addr;
+	cl->port = (uint16_t)o.port;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 
@@ -749,6 +880,7 @@ int blk_client_main(int argc, char **argv)
 		fprintf(stderr, PROG " client: cannot start the engine: %s\n", pc_last_error());
 		goto out;
 	}
+	cl->e = e;
 	if (cli_reconnect(cl, e, o.addr, (uint16_t)o.port))
 		goto out;
 	cl->mr = pc_mem_reg(atomic_load(&cl->new_conn), cl->buf, (size_t)o.depth * o.iobs,
@@ -790,7 +922,9 @@ out:
 		free(cl->slots);
 		free(cl->free_slots);
 		free(cl->gen);
+		free(cl->gen_alt);
 		free(cl->unit_busy);
+		free(cl->redo);
 		free(cl->perm);
 		free(cl);
 	}

@@ -65,12 +65,16 @@ struct client {
 	/* the worker's (the main thread touches them only while no job runs) */
 	struct pc_conn *conn;
 	uint32_t *gen;
+	uint32_t *gen_alt; /* 0, or a write's generation that was in flight at a close */
 	uint8_t *unit_busy;
 	uint32_t *perm;
 	struct cslot *slots;
 	uint32_t *free_slots, nfree, inflight;
 	uint32_t gen_next;
 	uint64_t rng, issued, seq_pos;
+	uint64_t base_lba;
+	uint32_t *redo, nredo; /* units a counted job lost at a close: issued again first */
+	uint64_t lost;	       /* commands in flight at closes (--reconnect) */
 	struct job job;
 	struct tool_hist lat;
 	uint64_t mismatches, checked_blocks, errors;
@@ -84,6 +88,13 @@ struct client {
 	char err[512];
 	atomic_bool down; /* set (release) after @down_reason is written */
 	char down_reason[256];
+	/* the main thread's: --reconnect S, where to, and how often it did */
+	bool reconnect; /* a close is survived (set before the first job) */
+	uint32_t reconnect_s;
+	unsigned int reconnects;
+	struct pc_engine *e;
+	const char *addr;
+	uint16_t port;
 	/* a single command of the main thread's (IDENTIFY, FLUSH, --bad-cmds) */
 	atomic_int sync_state;
 	uint8_t sync_raw[64];

@@ -30,13 +30,15 @@ void blk_usage(FILE *f)
 		"                           [--workers N] [--staging N] [--no-numa] [--hybrid]\n"
 		"       " PROG " client ADDR [--port P] [--rw read|write|randread|randwrite|randrw]\n"
 		"                           [--bs 4k] [--iodepth 32] [--size 64M] [--time 10]\n"
-		"                           [--verify] [--json] [--no-numa]\n"
+		"                           [--offset 0] [--verify] [--reconnect S] [--json]\n"
+		"                           [--no-numa]\n"
 		"       " PROG " client ADDR --phase write|check [--gen G] [--rw ..] [--bs ..]\n"
 		"                           [--size ..]  (durability: write+flush, then check)\n"
 		"       " PROG " client ADDR --bad-cmds  (each invalid command's exact status)\n"
 		"defaults: port %d; server: bs 4096, workers 1, staging 64 buffers of %u KiB per\n"
 		"worker; client: rw randread, bs 4k, iodepth 32 (at most 64), size 64M, time 10 s\n"
-		"(0: one pass over size), gen 1\n",
+		"(0: one pass over size), gen 1; --reconnect S: survive a closed connection,\n"
+		"connecting again for up to S seconds\n",
 		BLK_PORT, BLK_MAX_IO >> 10);
 }
 
