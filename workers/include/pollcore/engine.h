@@ -19,11 +19,13 @@
  *   pc_rdma, pc_close                |            |                  |
  *   pc_app_attach, pc_app_poll       |   yes (2)  |        no        |   no
  *   pc_engine_stats, pc_conn_info    |   yes      |   yes            |   yes
+ *   pc_mem_reg, pc_mem_dereg         |   yes      |   yes (4)        |   no
  *
  *   (1) one thread, not concurrently with anything else on the engine.
  *   (2) a thread attached with pc_app_attach() (either mode); its calls go
  *       to the worker through that worker's bounded MPSC submission ring.
  *   (3) on the worker that owns the connection: direct, no ring.
+ *   (4) a syscall: in a callback such as on_conn(UP), never per message.
  *
  * Callbacks (on_conn, on_msg, pc_op.done) run on the worker that owns the
  * connection, inside its loop, in an RCU read-side critical section
@@ -479,7 +481,13 @@ PC_API int pc_rdma(struct pc_conn *conn, struct pc_op *op);
  * @lkey: filled.
  * @rkey: filled.
  *
- * Control or app thread (a syscall). Released by pc_mem_dereg().
+ * Any thread, the handle's rule above applying to @conn: an app thread, or
+ * the worker in a callback (on_conn(UP), for memory used only while the
+ * device has connections). It is a syscall (ibv_reg_mr() on the device's
+ * protection domain, which verbs make thread-safe): never per message.
+ * The registration belongs to the device, not to @conn, and stays valid
+ * after @conn closes; released by pc_mem_dereg(), which must happen before
+ * the device can be removed (docs/reliability.md).
  *
  * Return: an opaque handle, or NULL with errno set.
  */
@@ -489,6 +497,8 @@ PC_API void *pc_mem_reg(struct pc_conn *conn, void *addr, size_t len, int access
 /**
  * pc_mem_dereg - undo pc_mem_reg().
  * @handle: from pc_mem_reg(), or NULL.
+ *
+ * Any thread, once no posted work uses the memory (a syscall).
  */
 PC_API void pc_mem_dereg(void *handle);
 
