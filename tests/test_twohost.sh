@@ -1,17 +1,34 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# twohost suite: pollcore-echo across a wire between two VMs.
-#   usage: test_twohost.sh path/to/pollcore-echo
+# twohost suite: pollcore-echo, pollcore-blk and perftest across a wire
+# between two VMs.
+#   usage: test_twohost.sh path/to/pollcore-echo path/to/pollcore-blk uring|no-uring
 #
-# Runs on the host and boots its own pair (tools/rxe-vm --pair): the server
-# on a (fe80::ff:fe00:101%eth0), the client on b, one phase after another:
-#   clean  20,000 requests of 64 bytes, every byte checked;
-#   netem  2,000 requests with b's eth0 under netem (loss, delay, reordering):
-#          rxe must recover every loss (each costs a retransmit timeout).
-# Each phase: client exit 0, sent == received == the count on both ends, the
-# server's exact totals after SIGTERM (exit 0), no WC errors, no QP out of
-# retries; under netem the qdisc dropped packets and rxe retransmitted. It
-# prints both rates and the rxe hw_counters deltas of both VMs.
+# Runs on the host and boots its own pair (tools/rxe-vm --pair): servers on
+# a (fe80::ff:fe00:101%eth0), clients on b, one phase after another:
+#   clean  echo: 20,000 requests of 64 bytes, every byte checked;
+#   netem  echo: 2,000 requests with b's eth0 under netem (loss, delay,
+#          reordering): rxe must recover every loss (each costs a retransmit
+#          timeout).
+#   blk    pollcore-blk on a RAM disk: randread and randwrite 4 KiB (figures),
+#          randrw --verify clean, and randrw --verify under the same netem;
+#   flap   a randrw --verify --reconnect client while b's eth0 goes down for
+#          2 s: its connection survives or closes with a reason, the client
+#          reconnects, and its verify passes;
+#   crash  a file-backed server: --phase write (generation 7, FLUSH), then a
+#          --reconnect client writes another region while a's server is
+#          SIGKILLed and restarted on the same file: the client reconnects,
+#          reads back clean, and the flushed region holds generation 7
+#          (skipped when pollcore-blk was built without liburing);
+#   perftest  ib_write_bw and ib_read_bw, 4 KiB, across the same wire (their
+#          TCP side channel through tests/oob_relay.py: perftest 4.5 speaks
+#          IPv4 only, and the wire carries IPv6 link-local only).
+# Echo phases: client exit 0, sent == received == the count on both ends,
+# the server's exact totals after SIGTERM (exit 0), no WC errors, no QP out
+# of retries; under netem the qdisc dropped packets and rxe retransmitted.
+# blk phases: every client exits 0 with 0 mismatches; the servers exit 0 on
+# SIGTERM. It prints the rates, latencies, perftest's figures and the rxe
+# hw_counters deltas of both VMs.
 #
 # The VMs coordinate through files in a directory on the host's filesystem,
 # which both mount: a says when its server listens, b when its client is done.
@@ -22,6 +39,8 @@ CLEAN_COUNT=20000
 NETEM_COUNT=2000
 NETEM="loss 0.5% delay 50us reorder 1% 50%"
 HWC=/sys/class/infiniband/rxe0/ports/1/hw_counters
+PT_PORT=18515 # perftest's side channel; the relay on a listens on PT_PORT + 1000
+PT_ITERS=3000
 
 fail() {
 	echo "FAIL: $*" >&2
@@ -48,33 +67,87 @@ snap() {
 	done > "$DIR/$ROLE.$1.hwc"
 }
 
-# The server: one per phase, so that its totals are the phase's.
-side_a() {
-	local phase pid rc
-	for phase in clean netem; do
-		snap "$phase.before"
-		"$ECHO" server --bind "$PC_TEST_ADDR" --no-numa >"$DIR/a.$phase.server.out" 2>&1 &
-		pid=$!
-		for _ in $(seq 600); do
-			grep -q 'listening on' "$DIR/a.$phase.server.out" && break
-			kill -0 "$pid" 2>/dev/null || fail "a: the $phase server exited before listening"
-			sleep 0.1
-		done
-		grep -q 'listening on' "$DIR/a.$phase.server.out" ||
-			fail "a: the $phase server is not listening after 60 s"
-		touch "$DIR/a.$phase.listening"
-		await "$DIR/b.$phase.done" 900 || fail "a: b did not finish its $phase client"
-		kill -TERM "$pid"
-		timeout 60 tail --pid="$pid" -f /dev/null || fail "a: the server runs 60 s after SIGTERM"
-		wait "$pid"
-		rc=$?
-		echo "$rc" >"$DIR/a.$phase.server.rc"
-		snap "$phase.after"
+# start_srv NAME CMD...: a server in the background (SRV_PID), listening
+# within 60 s; its output in DIR/a.NAME.server.out (appended: a restart
+# keeps the first run's lines).
+start_srv() {
+	local name=$1 out="$DIR/a.$1.server.out" n0
+	shift
+	touch "$out"
+	n0=$(grep -c 'listening on' "$out")
+	"$@" >>"$out" 2>&1 &
+	SRV_PID=$!
+	for _ in $(seq 600); do
+		[ "$(grep -c 'listening on' "$out")" -gt "$n0" ] && return 0
+		kill -0 "$SRV_PID" 2>/dev/null || fail "a: the $name server exited before listening"
+		sleep 0.1
 	done
+	fail "a: the $name server is not listening after 60 s"
 }
 
-# client PHASE COUNT: retries a refused connection for 60 s (the server may
-# still be coming up), then records the exit status.
+# stop_srv NAME: SIGTERM; its exit status into DIR/a.NAME.server.rc.
+stop_srv() {
+	kill -TERM "$SRV_PID"
+	timeout 60 tail --pid="$SRV_PID" -f /dev/null || fail "a: the $1 server runs 60 s after SIGTERM"
+	wait "$SRV_PID"
+	echo $? >"$DIR/a.$1.server.rc"
+}
+
+# serve NAME CMD...: one server for the client phase NAME of b's.
+serve() {
+	local name=$1
+	shift
+	snap "$name.before"
+	start_srv "$name" "$@"
+	touch "$DIR/a.$name.listening"
+	await "$DIR/b.$name.done" 900 || fail "a: b did not finish its $name phase"
+	stop_srv "$name"
+	snap "$name.after"
+}
+
+side_a() {
+	local phase t
+	for phase in clean netem; do
+		serve "$phase" "$ECHO" server --bind "$PC_TEST_ADDR" --no-numa
+	done
+	serve blk "$BLK" server --addr "$PC_TEST_ADDR" --ram 64M --no-numa
+
+	# crash: SIGKILL mid-write, restart on the same file and port
+	if [ "$URING" = uring ]; then
+		truncate -s 16M "$DIR/disk.img"
+		start_srv crash "$BLK" server --addr "$PC_TEST_ADDR" --file "$DIR/disk.img" --no-numa
+		touch "$DIR/a.crash.listening"
+		await "$DIR/b.crash.running" 600 || fail "a: b's crash client did not start"
+		kill -KILL "$SRV_PID"
+		wait "$SRV_PID" 2>/dev/null
+		start_srv crash "$BLK" server --addr "$PC_TEST_ADDR" --file "$DIR/disk.img" --no-numa
+		touch "$DIR/a.crash.restarted"
+		await "$DIR/b.crash.done" 900 || fail "a: b did not finish its crash phase"
+		stop_srv crash
+	fi
+
+	# perftest servers; their side channel arrives over IPv6 through the relay
+	for t in write read; do
+		timeout 300 "$RELAY" :: $((PT_PORT + 1000)) 127.0.0.1 $PT_PORT 240 \
+			>"$DIR/a.pt_$t.relay.out" 2>&1 &
+		timeout 300 "ib_${t}_bw" -d rxe0 -x 0 -F -s 4096 -n $PT_ITERS -p $PT_PORT \
+			>"$DIR/a.pt_$t.server.out" 2>&1 &
+		SRV_PID=$!
+		sleep 1
+		touch "$DIR/a.pt_$t.listening"
+		wait "$SRV_PID"
+		echo $? >"$DIR/a.pt_$t.server.rc"
+		wait
+	done
+
+	# last: on rxe a flap can leave the device unable to connect (see below)
+	rping -s -a "$PC_TEST_ADDR" -p 7471 -P >"$DIR/a.rping.out" 2>&1 &
+	serve flap "$BLK" server --addr "$PC_TEST_ADDR" --ram 64M --no-numa
+	kill %rping 2>/dev/null
+}
+
+# client PHASE COUNT: an echo client; retries a refused connection for 60 s
+# (the server may still be coming up), then records the exit status.
 client() {
 	local t0=$SECONDS rc
 	while :; do
@@ -90,26 +163,111 @@ client() {
 	echo "$rc" >"$DIR/b.$1.client.rc"
 }
 
+# blk NAME ARGS...: a pollcore-blk client; its exit status into DIR/b.NAME.rc,
+# stdout and stderr into DIR/b.NAME.{out,err}.
+blk() {
+	local name=$1
+	shift
+	timeout 600 "$BLK" client "$PC_PAIR_PEER_ADDR" --no-numa "$@" \
+		>"$DIR/b.$name.out" 2>"$DIR/b.$name.err"
+	echo $? >"$DIR/b.$name.rc"
+}
+
+# blk_bg NAME ARGS...: blk in the background (BG_PID); returns once it has
+# run for 3 s (its progress line [3s]), false if it ended before.
+blk_bg() {
+	local name=$1
+	blk "$@" &
+	BG_PID=$!
+	for _ in $(seq 1200); do
+		grep -q '\[3s\]' "$DIR/b.$name.err" 2>/dev/null && return 0
+		kill -0 "$BG_PID" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+
+netem_on() {
+	# shellcheck disable=SC2086 # $NETEM is tc's words
+	tc qdisc add dev eth0 root netem $NETEM || fail "b: tc qdisc add ... netem failed"
+}
+
+# netem_off NAME: the qdisc's statistics into DIR/b.NAME.qdisc, then off.
+netem_off() {
+	tc -s qdisc show dev eth0 >"$DIR/b.$1.qdisc"
+	tc qdisc del dev eth0 root
+}
+
 side_b() {
+	local t
 	await "$DIR/a.clean.listening" 300 || fail "b: a's server is not listening"
 	snap clean.before
 	client clean "$CLEAN_COUNT"
 	snap clean.after
 	touch "$DIR/b.clean.done"
 
-	# shellcheck disable=SC2086 # $NETEM is tc's words
-	tc qdisc add dev eth0 root netem $NETEM || fail "b: tc qdisc add ... netem failed"
+	netem_on
 	await "$DIR/a.netem.listening" 300 || fail "b: a's second server is not listening"
 	snap netem.before
 	client netem "$NETEM_COUNT"
 	snap netem.after
-	tc -s qdisc show dev eth0 >"$DIR/b.netem.qdisc"
-	tc qdisc del dev eth0 root
+	netem_off netem
 	touch "$DIR/b.netem.done"
+
+	await "$DIR/a.blk.listening" 300 || fail "b: a's blk server is not listening"
+	blk blk_read --rw randread --bs 4k --iodepth 32 --size 16M --time 8
+	blk blk_write --rw randwrite --bs 4k --iodepth 32 --size 16M --time 8
+	blk blk_clean --rw randrw --bs 4k --iodepth 32 --size 8M --time 10 --verify
+	netem_on
+	snap blk_netem.before
+	blk blk_netem --rw randrw --bs 4k --iodepth 32 --size 8M --time 10 --verify
+	snap blk_netem.after
+	netem_off blk_netem
+	touch "$DIR/b.blk.done"
+
+	if [ "$URING" = uring ]; then
+		await "$DIR/a.crash.listening" 300 || fail "b: a's crash server is not listening"
+		blk crash_w --phase write --rw randwrite --gen 7 --bs 4k --size 4M
+		blk_bg crash --rw randrw --bs 4k --iodepth 32 --offset 4M --size 4M --time 20 \
+			--verify --reconnect 120
+		touch "$DIR/b.crash.running"
+		await "$DIR/a.crash.restarted" 300 || fail "b: a's server did not restart"
+		wait "$BG_PID"
+		blk crash_c --phase check --gen 7 --bs 4k --size 4M
+		touch "$DIR/b.crash.done"
+	fi
+
+	for t in write read; do
+		await "$DIR/a.pt_$t.listening" 300 || fail "b: a's ib_${t}_bw is not listening"
+		timeout 300 "$RELAY" 127.0.0.1 $PT_PORT "$PC_PAIR_PEER_ADDR" $((PT_PORT + 1000)) 240 \
+			>"$DIR/b.pt_$t.relay.out" 2>&1 &
+		sleep 0.5
+		timeout 240 "ib_${t}_bw" -d rxe0 -x 0 -F -s 4096 -n $PT_ITERS -p $PT_PORT 127.0.0.1 \
+			>"$DIR/b.pt_$t.out" 2>&1
+		echo $? >"$DIR/b.pt_$t.rc"
+		wait
+	done
+
+	await "$DIR/a.flap.listening" 300 || fail "b: a's flap server is not listening"
+	snap flap.before
+	if blk_bg flap --rw randrw --bs 4k --iodepth 32 --size 8M --time 25 --verify \
+		--reconnect 60; then
+		ip link set eth0 down
+		sleep 2
+		ip link set eth0 up
+		echo "eth0 down for 2 s at $(date +%T)" >"$DIR/b.flap.link"
+	fi
+	wait "$BG_PID"
+	snap flap.after
+	# the oracle for "can this device still connect": rdma-core's own rping
+	timeout 60 rping -c -a "$PC_PAIR_PEER_ADDR" -p 7471 -C 3 >"$DIR/b.rping.out" 2>&1
+	echo $? >"$DIR/b.rping.rc"
+	touch "$DIR/b.flap.done"
 }
 
 if [ "${1:-}" = --side ]; then
-	DIR=$2 ECHO=$3 ROLE=${PC_PAIR_ROLE:?run by tools/rxe-vm --pair}
+	DIR=$2 ECHO=$3 BLK=$4 URING=$5 ROLE=${PC_PAIR_ROLE:?run by tools/rxe-vm --pair}
+	RELAY=$(dirname "$(readlink -f "$0")")/oob_relay.py
 	PEER=$([ "$ROLE" = a ] && echo b || echo a)
 	[ -d "$HWC" ] || fail "$ROLE: no $HWC"
 	# the other side stops waiting as soon as this one has failed
@@ -119,7 +277,10 @@ if [ "${1:-}" = --side ]; then
 fi
 
 # --- on the host ------------------------------------------------------------------------
-ECHO=$(readlink -f "${1:?usage: test_twohost.sh path/to/pollcore-echo}")
+USAGE="usage: test_twohost.sh path/to/pollcore-echo path/to/pollcore-blk uring|no-uring"
+ECHO=$(readlink -f "${1:?$USAGE}")
+BLK=$(readlink -f "${2:?$USAGE}")
+URING=${3:?$USAGE}
 if [ "${PC_IN_VM:-}" = 1 ]; then
 	echo "SKIP: the twohost suite runs on the host (it boots its own pair of VMs)"
 	exit 77
@@ -127,21 +288,25 @@ fi
 SELF=$(readlink -f "$0")
 RXE_VM=$(dirname "$SELF")/../tools/rxe-vm
 [ -x "$ECHO" ] || fail "$ECHO is not an executable"
+[ -x "$BLK" ] || fail "$BLK is not an executable"
+for t in ib_write_bw ib_read_bw python3; do
+	command -v $t >/dev/null || fail "no $t (tools/setup installs it)"
+done
 # on the host's filesystem, which both VMs mount (not TMPDIR: it may be a tmpfs under /dev)
 DIR=$(mktemp -d /tmp/pc-twohost.XXXXXX)
 trap 'rm -rf "$DIR"' EXIT
 
 show() {
 	local f
-	for f in "$DIR"/*.out "$DIR"/*.qdisc; do
+	for f in "$DIR"/*.out "$DIR"/*.err "$DIR"/*.qdisc "$DIR"/*.link; do
 		[ -s "$f" ] && { echo "--- ${f##*/}"; tail -n 40 "$f"; }
 	done
 }
-side_cmd() { printf '%q --side %q %q' "$SELF" "$DIR" "$ECHO"; }
+side_cmd() { printf '%q --side %q %q %q %q' "$SELF" "$DIR" "$ECHO" "$BLK" "$URING"; }
 
-echo "== tools/rxe-vm --pair: server on a, client on b"
+echo "== tools/rxe-vm --pair: servers on a, clients on b"
 start=$SECONDS
-"$RXE_VM" --pair --timeout 1500 -- "$(side_cmd)" "$(side_cmd)"
+"$RXE_VM" --pair --timeout 2400 -- "$(side_cmd)" "$(side_cmd)"
 rc=$?
 echo "== the pair ran for $((SECONDS - start)) s; host load average $(cut -d' ' -f1-3 /proc/loadavg)"
 [ "$rc" = 0 ] || { show; fail "tools/rxe-vm --pair exited $rc"; }
@@ -209,4 +374,116 @@ done
 echo "ok: netem ($NETEM) on b's eth0 dropped $dropped packets; rxe recovered every loss (retry counters of both VMs rose by $retries)"
 rate() { awk '$1 == "rate" {print $2}' "$DIR/b.$1.client.out"; }
 echo "rates: clean $(rate clean) msg/s, under netem $(rate netem) msg/s"
+
+# --- pollcore-blk -----------------------------------------------------------------------
+rc_of() { cat "$1" 2>/dev/null || echo "(none: it never ran)"; }
+blk_ok() {
+	[ "$(rc_of "$DIR/b.$1.rc")" = 0 ] ||
+		{ show; fail "blk $1: the client exited $(rc_of "$DIR/b.$1.rc")"; }
+}
+blk_verified() {
+	blk_ok "$1"
+	grep -Eq '^verify +0 mismatches in [1-9][0-9]* blocks checked' "$DIR/b.$1.out" ||
+		{ show; fail "blk $1: no '0 mismatches' line"; }
+	grep -q 'read-back: [1-9][0-9]* blocks checked, 0 mismatches' "$DIR/b.$1.err" ||
+		{ show; fail "blk $1: the read-back did not check every block clean"; }
+}
+srv_ok() {
+	[ "$(rc_of "$DIR/a.$1.server.rc")" = 0 ] ||
+		{ show; fail "the $1 server exited $(rc_of "$DIR/a.$1.server.rc") on SIGTERM"; }
+}
+line() { grep "^$2 " "$DIR/b.$1.out" | tr -s ' '; }
+
+blk_ok blk_read
+blk_ok blk_write
+blk_verified blk_clean
+blk_verified blk_netem
+srv_ok blk
+for c in xfer_errors io_errors replies_lost; do
+	n=$(grep -o " $c [0-9]*" "$DIR/a.blk.server.out" | awk '{s += $2} END {print s + 0}')
+	[ "$n" = 0 ] || fail "the blk server counted $c $n"
+done
+dropped=$(grep -o 'dropped [0-9]*' "$DIR/b.blk_netem.qdisc" | head -1 | grep -o '[0-9]*')
+[ "${dropped:-0}" -gt 0 ] || fail "netem dropped no packet in the blk phase"
+retries=0
+for v in duplicate_request out_of_seq_request rcvd_seq_err completer_retry_err; do
+	retries=$((retries + $(delta b blk_netem "$v")))
+done
+[ "$retries" -gt 0 ] || fail "netem dropped $dropped packets in the blk phase but b's rxe counted no retry"
+echo "ok: blk: randrw --verify clean and under netem (dropped $dropped, b's retry counters +$retries): 0 mismatches; the server counted no failed transfer"
+
+if [ "$URING" != uring ]; then
+	echo "SKIP (part): crash: pollcore-blk was built without liburing (no file backend)"
+else
+blk_ok crash_w
+grep -q 'blocks of generation 7 written .* FLUSH acknowledged' "$DIR/b.crash_w.out" ||
+	fail "crash: --phase write did not report the FLUSH"
+blk_verified crash
+grep -Eq '^reconnect +1 reconnects' "$DIR/b.crash.out" ||
+	fail "crash: not exactly one reconnect: $(line crash reconnect)"
+blk_ok crash_c
+grep -q 'phase check: 0 mismatches in 1024 blocks of generation 7' "$DIR/b.crash_c.out" ||
+	fail "crash: the flushed region changed: $(cat "$DIR/b.crash_c.out")"
+srv_ok crash
+echo "ok: crash: SIGKILL mid-write, restart on the same file: $(line crash reconnect | cut -d' ' -f2-); the flushed 1024 blocks of generation 7 read back"
+fi
+
+# --- perftest across the same wire ---------------------------------------------------------
+# pt_row T: perftest's result row at 4096 bytes: bytes iters peak avg(MB/s) rate(Mpps)
+pt_row() { awk '$1 == 4096 && $2 ~ /^[0-9]+$/ {print; exit}' "$DIR/b.pt_$1.out"; }
+for t in write read; do
+	if [ "$(rc_of "$DIR/b.pt_$t.rc")" != 0 ] || [ "$(rc_of "$DIR/a.pt_$t.server.rc")" != 0 ] ||
+		[ -z "$(pt_row $t)" ]; then
+		show
+		fail "ib_${t}_bw across the wire failed"
+	fi
+done
+
+# --- the flap (last: on rxe it may leave the device unable to connect) ---------------------
+srv_ok flap
+[ -s "$DIR/b.flap.link" ] || { show; fail "flap: eth0 never went down (the client ended before 3 s?)"; }
+grep -q MISMATCH "$DIR/b.flap.err" && { show; fail "flap: the client read wrong data"; }
+reason=$(grep -o 'the connection closed (.*); reconnecting' "$DIR/b.flap.err" | head -1)
+reason=${reason%; reconnecting}
+if [ "$(rc_of "$DIR/b.flap.rc")" = 0 ]; then
+	blk_verified flap
+	n=$(line flap reconnect | cut -d' ' -f2)
+	if [ "${n:-x}" = 0 ]; then
+		how="the connection survived"
+	else
+		[ -n "$reason" ] || fail "flap: $n reconnects, but the client printed no reason for a close"
+		how="$n reconnect(s) after $reason"
+	fi
+	echo "ok: flap: $(cat "$DIR/b.flap.link"): $how; $(line flap verify)"
+else
+	# pollcore's promise: the connection closed with a reason and nothing read was wrong;
+	# whether a new connection can be made is the device's: rping is the oracle
+	[ -n "$reason" ] || { show; fail "flap: the client failed without a closed connection's reason"; }
+	grep -q 'no connection within 60 s' "$DIR/b.flap.err" ||
+		{ show; fail "flap: the client failed, and not for want of a new connection"; }
+	[ "$(rc_of "$DIR/b.rping.rc")" != 0 ] ||
+		{ show; fail "flap: pollcore-blk could not reconnect for 60 s, but rping then could"; }
+	echo "ok (rxe limit): flap: $(cat "$DIR/b.flap.link"): $reason; then neither pollcore-blk" \
+		"(60 s) nor rping could connect across the wire: rxe (kernel 6.1) after a flap under" \
+		"traffic (docs/reliability.md); every block read before the close was right"
+fi
+grep 'closed after' "$DIR/a.flap.server.out" | sed 's/^/    a: /'
+
+blkfig() { # NAME: IOPS MiB/s p50 p99 (ms)
+	awk '$1 == "rate" {i = $2; m = $4} $1 == "latency" {p50 = $3 / 1000; p99 = $6 / 1000}
+		END {printf "%8d %8.2f %8.1f %8.1f", i, m, p50, p99}' "$DIR/b.$1.out"
+}
+ptfig() { # T: IOPS MiB/s from perftest's average bandwidth (MB/s: 2^20 bytes)
+	pt_row "$1" | awk '{printf "%8d %8.2f %8s %8s", $4 * 1048576 / 4096, $4, "-", "-"}'
+}
+echo "figures, 4 KiB, across the wire (compare within this run):"
+printf '    %-44s %8s %8s %8s %8s\n' "" IOPS MiB/s "p50 ms" "p99 ms"
+printf '    %-44s %s\n' "pollcore-blk randread  (iodepth 32)" "$(blkfig blk_read)"
+printf '    %-44s %s\n' "ib_read_bw -s 4096 (tx depth 128)" "$(ptfig read)"
+printf '    %-44s %s\n' "pollcore-blk randwrite (iodepth 32)" "$(blkfig blk_write)"
+printf '    %-44s %s\n' "ib_write_bw -s 4096 (tx depth 128)" "$(ptfig write)"
+printf '    %-44s %s\n' "pollcore-blk randrw --verify" "$(blkfig blk_clean)"
+printf '    %-44s %s\n' "pollcore-blk randrw --verify, netem" "$(blkfig blk_netem)"
+[ "$(rc_of "$DIR/b.flap.rc")" != 0 ] ||
+	printf '    %-44s %s\n' "pollcore-blk randrw --verify, eth0 flap" "$(blkfig flap)"
 echo "PASS"
