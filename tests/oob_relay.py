@@ -46,6 +46,7 @@ def main():
         ls.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
     ls.bind(socket.getaddrinfo(lhost, lport, fam, socket.SOCK_STREAM)[0][4])
     ls.listen(1)
+    print(f"oob_relay: listening on {lhost} port {lport}", flush=True)
     ls.settimeout(timeout)
     try:
         a, _ = ls.accept()

@@ -128,8 +128,7 @@ side_a() {
 
 	# perftest servers; their side channel arrives over IPv6 through the relay
 	for t in write read; do
-		timeout 300 "$RELAY" :: $((PT_PORT + 1000)) 127.0.0.1 $PT_PORT 240 \
-			>"$DIR/a.pt_$t.relay.out" 2>&1 &
+		relay "pt_$t" :: $((PT_PORT + 1000)) 127.0.0.1 $PT_PORT
 		timeout 300 "ib_${t}_bw" -d rxe0 -x 0 -F -s 4096 -n $PT_ITERS -p $PT_PORT \
 			>"$DIR/a.pt_$t.server.out" 2>&1 &
 		SRV_PID=$!
@@ -192,6 +191,18 @@ netem_on() {
 	tc qdisc add dev eth0 root netem $NETEM || fail "b: tc qdisc add ... netem failed"
 }
 
+# relay NAME ARGS...: tests/oob_relay.py ARGS in the background, once it listens.
+relay() {
+	local out="$DIR/$ROLE.$1.relay.out"
+	shift
+	timeout 300 "$RELAY" "$@" 120 >"$out" 2>&1 &
+	for _ in $(seq 300); do
+		grep -q '^oob_relay: listening' "$out" && return 0
+		sleep 0.1
+	done
+	fail "$ROLE: the relay is not listening after 30 s: $(cat "$out")"
+}
+
 # netem_off NAME: the qdisc's statistics into DIR/b.NAME.qdisc, then off.
 netem_off() {
 	tc -s qdisc show dev eth0 >"$DIR/b.$1.qdisc"
@@ -239,9 +250,7 @@ side_b() {
 
 	for t in write read; do
 		await "$DIR/a.pt_$t.listening" 300 || fail "b: a's ib_${t}_bw is not listening"
-		timeout 300 "$RELAY" 127.0.0.1 $PT_PORT "$PC_PAIR_PEER_ADDR" $((PT_PORT + 1000)) 240 \
-			>"$DIR/b.pt_$t.relay.out" 2>&1 &
-		sleep 0.5
+		relay "pt_$t" 127.0.0.1 $PT_PORT "$PC_PAIR_PEER_ADDR" $((PT_PORT + 1000))
 		timeout 240 "ib_${t}_bw" -d rxe0 -x 0 -F -s 4096 -n $PT_ITERS -p $PT_PORT 127.0.0.1 \
 			>"$DIR/b.pt_$t.out" 2>&1
 		echo $? >"$DIR/b.pt_$t.rc"
