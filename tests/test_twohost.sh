@@ -129,7 +129,7 @@ side_a() {
 	# perftest servers; their side channel arrives over IPv6 through the relay
 	for t in write read; do
 		relay "pt_$t" :: $((PT_PORT + 1000)) 127.0.0.1 $PT_PORT
-		timeout 300 "ib_${t}_bw" -d rxe0 -x 0 -F -s 4096 -n $PT_ITERS -p $PT_PORT \
+		timeout 300 "ib_${t}_bw" -d rxe0 -x 0 -F -s 4096 -t 32 -n $PT_ITERS -p $PT_PORT \
 			>"$DIR/a.pt_$t.server.out" 2>&1 &
 		SRV_PID=$!
 		sleep 1
@@ -251,7 +251,7 @@ side_b() {
 	for t in write read; do
 		await "$DIR/a.pt_$t.listening" 300 || fail "b: a's ib_${t}_bw is not listening"
 		relay "pt_$t" 127.0.0.1 $PT_PORT "$PC_PAIR_PEER_ADDR" $((PT_PORT + 1000))
-		timeout 240 "ib_${t}_bw" -d rxe0 -x 0 -F -s 4096 -n $PT_ITERS -p $PT_PORT 127.0.0.1 \
+		timeout 240 "ib_${t}_bw" -d rxe0 -x 0 -F -s 4096 -t 32 -n $PT_ITERS -p $PT_PORT 127.0.0.1 \
 			>"$DIR/b.pt_$t.out" 2>&1
 		echo $? >"$DIR/b.pt_$t.rc"
 		wait
@@ -488,9 +488,9 @@ ptfig() { # T: IOPS MiB/s from perftest's average bandwidth (MB/s: 2^20 bytes)
 echo "figures, 4 KiB, across the wire (compare within this run):"
 printf '    %-44s %8s %8s %8s %8s\n' "" IOPS MiB/s "p50 ms" "p99 ms"
 printf '    %-44s %s\n' "pollcore-blk randread  (iodepth 32)" "$(blkfig blk_read)"
-printf '    %-44s %s\n' "ib_read_bw -s 4096 (tx depth 128)" "$(ptfig read)"
+printf '    %-44s %s\n' "ib_read_bw -s 4096 -t 32" "$(ptfig read)"
 printf '    %-44s %s\n' "pollcore-blk randwrite (iodepth 32)" "$(blkfig blk_write)"
-printf '    %-44s %s\n' "ib_write_bw -s 4096 (tx depth 128)" "$(ptfig write)"
+printf '    %-44s %s\n' "ib_write_bw -s 4096 -t 32" "$(ptfig write)"
 printf '    %-44s %s\n' "pollcore-blk randrw --verify" "$(blkfig blk_clean)"
 printf '    %-44s %s\n' "pollcore-blk randrw --verify, netem" "$(blkfig blk_netem)"
 [ "$(rc_of "$DIR/b.flap.rc")" != 0 ] ||
