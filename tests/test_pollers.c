@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -856,6 +857,84 @@ START_TEST(test_remove_self)
 }
 END_TEST
 
+/* --- two workers remove each other's pollers ----------------------------------------------------- */
+
+struct xrm {
+	atomic_int *go, *arrived;
+	_Atomic(struct pc_poller *) other;
+	atomic_int rc;
+	atomic_ulong calls;
+};
+
+/*
+ * Once go is set, each waits inside its call until the other is inside its
+ * own, then removes the other's poller: both workers are in their pollers
+ * (their counts odd) when they remove. Waiting for each other there was a
+ * deadlock; now neither waits.
+ */
+static int xrm_poller(void *arg)
+{
+	struct xrm *x = arg;
+
+	atomic_fetch_add(&x->calls, 1);
+	if (!atomic_load(x->go) || atomic_load(&x->rc) != 1)
+		return 0;
+	atomic_fetch_add(x->arrived, 1);
+	while (atomic_load(x->arrived) < 2)
+		sched_yield();
+	atomic_store(&x->rc, pc_worker_remove_poller(atomic_load(&x->other)));
+	return 1;
+}
+
+START_TEST(test_remove_cross)
+{
+	struct pc_engine *e = engine_only(2, PC_IDLE_BUSY, 0);
+	atomic_int go = 0, arrived = 0;
+	struct xrm x[2] = {
+		{ .go = &go, .arrived = &arrived, .rc = 1 },
+		{ .go = &go, .arrived = &arrived, .rc = 1 },
+	};
+	struct pc_poller *p[2], *fill[PC_WORKER_MAX_POLLERS];
+	atomic_ulong fill_calls = 0;
+	unsigned long c0, c1;
+	unsigned int i, k;
+
+	for (i = 0; i < 2; i++) {
+		p[i] = pc_worker_add_poller(pc_engine_worker(e, i), xrm_poller, &x[i]);
+		ck_assert_ptr_nonnull(p[i]);
+	}
+	atomic_store(&x[0].other, p[1]);
+	atomic_store(&x[1].other, p[0]);
+	ck_assert_uint_ge(wait_ge(&x[0].calls, 10, 30000), 10);
+	ck_assert_uint_ge(wait_ge(&x[1].calls, 10, 30000), 10);
+	atomic_store(&go, 1);
+	/* a deadlock shows as this wait failing (and the case timing out) */
+	for (i = 0; i < 300 && (atomic_load(&x[0].rc) == 1 || atomic_load(&x[1].rc) == 1); i++)
+		usleep(100000);
+	ck_assert_int_eq(atomic_load(&x[0].rc), 0);
+	ck_assert_int_eq(atomic_load(&x[1].rc), 0);
+	/* neither is called again */
+	c0 = atomic_load(&x[0].calls);
+	c1 = atomic_load(&x[1].calls);
+	usleep(300000);
+	ck_assert_uint_eq(atomic_load(&x[0].calls), c0);
+	ck_assert_uint_eq(atomic_load(&x[1].calls), c1);
+	ck_assert_int_eq(pc_worker_remove_poller(p[0]), -EINVAL);
+	ck_assert_int_eq(pc_worker_remove_poller(p[1]), -EINVAL);
+	/* each owner freed the slot: every slot of both workers can be taken again */
+	for (i = 0; i < 2; i++) {
+		for (k = 0; k < PC_WORKER_MAX_POLLERS; k++) {
+			fill[k] = pc_worker_add_poller(pc_engine_worker(e, i), nop_poller,
+						       &fill_calls);
+			ck_assert_msg(fill[k], "worker %u, slot %u: %s", i, k, strerror(errno));
+		}
+		for (k = 0; k < PC_WORKER_MAX_POLLERS; k++)
+			ck_assert_int_eq(pc_worker_remove_poller(fill[k]), 0);
+	}
+	pc_engine_destroy(e);
+}
+END_TEST
+
 /* --- the slot limit --------------------------------------------------------------------------- */
 
 START_TEST(test_max_pollers)
@@ -1046,6 +1125,7 @@ int main(void)
 	ADD(fd_readd_asleep);
 	ADD(remove_waits);
 	ADD(remove_self);
+	ADD(remove_cross);
 	ADD(max_pollers);
 	ADD(storage_pattern);
 	return pc_test_run(s);

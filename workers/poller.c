@@ -10,6 +10,12 @@
  * worker makes odd around its calls (and around reading the fds before it
  * sleeps): no lock, and on the worker's side two atomic increments per
  * turn, and per sleep, only while it has pollers.
+ *
+ * A remover that is itself a worker must not wait: two workers removing
+ * each other's pollers from their pollers would each wait for the other's
+ * count to turn even, for ever. It marks the slot DETACHED instead, and the
+ * owner, the only thread that calls or reads the slot, frees it when it
+ * next walks its slots, after any call in progress has returned.
  */
 #include <errno.h>
 #include <sched.h>
@@ -30,8 +36,14 @@ unsigned int worker_run_pollers(struct pc_worker *w, unsigned int hi)
 		struct pc_poller *p = &w->pollers[i];
 		int ret;
 
-		if (atomic_load(&p->state) != POLLER_ACTIVE)
+		uint32_t st = atomic_load(&p->state);
+
+		if (pc_unlikely(st != POLLER_ACTIVE)) {
+			/* release: the adder that takes the slot writes after our last use */
+			if (st == POLLER_DETACHED)
+				atomic_store_explicit(&p->state, POLLER_FREE, memory_order_release);
 			continue;
+		}
 		ret = p->fn(p->arg);
 		if (pc_likely(ret >= 0))
 			work += (unsigned int)ret;
@@ -139,6 +151,12 @@ int pc_worker_remove_poller(struct pc_poller *p)
 	if (!atomic_compare_exchange_strong(&p->state, &active, POLLER_REMOVING))
 		return -EINVAL;
 	w = p->w;
+	if (self_worker && self_worker != w) {
+		/* another worker: never wait (see the top); the owner frees the slot */
+		atomic_store_explicit(&p->state, POLLER_DETACHED, memory_order_relaxed);
+		worker_wake(w);
+		return 0;
+	}
 	if (self_worker != w) {
 		seq = atomic_load(&w->poller_seq);
 		/* acquire: pairs with the release that ends the worker's calls */

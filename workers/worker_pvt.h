@@ -113,7 +113,8 @@ struct chan {
 };
 
 /* A poller's slot (poller.c): FREE -> CLAIMED -> ACTIVE -> REMOVING -> FREE. */
-enum { POLLER_FREE = 0, POLLER_CLAIMED, POLLER_ACTIVE, POLLER_REMOVING };
+/* DETACHED: removed from another worker's thread; the owner frees it at its next turn */
+enum { POLLER_FREE = 0, POLLER_CLAIMED, POLLER_ACTIVE, POLLER_REMOVING, POLLER_DETACHED };
 
 struct pc_poller {
 	_Atomic uint32_t state;

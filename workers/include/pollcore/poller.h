@@ -142,11 +142,17 @@ PC_API struct pc_poller *pc_worker_add_poller_fd(struct pc_worker *w, pc_poller_
  * pc_worker_remove_poller - stop calling a poller.
  * @p: its handle; invalid once this returns.
  *
- * Any thread. From another thread it returns once the poller is not
- * running and will not run again, so its @arg may then be freed. From the
- * worker's own thread (the poller itself, a handler, another poller) it
- * returns at once, and the poller is not called again after the current
- * call. Pollers left when the engine is destroyed are dropped with it.
+ * Any thread. From a thread that is no worker it returns once the poller
+ * is not running and will not run again, so its @arg may then be freed.
+ * From the worker's own thread (the poller itself, a handler, another
+ * poller) it returns at once, and the poller is not called again after the
+ * current call. From another worker's thread it returns at once too
+ * (waiting there could deadlock two workers that remove each other's
+ * pollers): the poller is not called again, but a call in progress may
+ * still be running on its worker, so free @arg on that worker (a handler
+ * or another poller of it) or after pc_engine_destroy(); its slot is
+ * reused once that worker has taken its next turn. Pollers left when the
+ * engine is destroyed are dropped with it.
  *
  * Return: 0, or -EINVAL for NULL or a handle already removed (as long as
  * no poller was added to the worker since: the slot may then be reused, and
