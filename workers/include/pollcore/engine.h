@@ -150,7 +150,9 @@ enum pc_op_code {
  * @remote_addr: peer's address.
  * @rkey: peer's rkey (the peer granted REMOTE_WRITE and/or REMOTE_READ).
  * @done: called once on the owning worker with 0 or a negative errno
- *        (-ECANCELED when the connection closed first; -EIO etc. with
+ *        (-ECANCELED when the connection closed while the operation was
+ *        accepted but not done: waiting for room in the send queue, or
+ *        posted and never completed by the device; -EIO etc. with
  *        pc_last_error() naming QP and ibv_wc_status_str()).
  * @arg: for @done.
  */
@@ -464,9 +466,13 @@ PC_API int pc_msg_release(struct pc_msg *msg);
  * @op: operation; must stay valid until op->done is called.
  *
  * Every outcome is reported once: when 0 is returned, through op->done
- * (-ENOTCONN there when the connection is closing, -ECANCELED when it
- * closed first, also when called on the owning worker, then possibly
- * before pc_rdma() returns); otherwise op->done is never called.
+ * (-ENOTCONN there when the operation reaches a connection that is already
+ * closing, which a call from an app thread can race with, although it was
+ * made before DOWN returned; -ECANCELED when the connection closed while
+ * the operation was accepted but not done; on the owning worker, done may
+ * run before pc_rdma() returns); otherwise op->done is never called. The
+ * lifetime rule above holds for the call: neither code means a call after
+ * DOWN is allowed.
  *
  * Return: 0, -ENOBUFS (ring full, retry), -EINVAL.
  */
