@@ -39,24 +39,9 @@ cleanup() {
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
-fail() {
-	echo "FAIL: $*" >&2
-	for f in "$TMP"/*.out "$TMP"/*.err; do
-		[ -s "$f" ] && { echo "--- $(basename "$f")"; tail -n 25 "$f"; } >&2
-	done
-	exit 1
-}
-ok() { echo "ok: $*"; }
 
 # --- usage (no device needed) ----------------------------------------------------------
-usage_error() {
-	local want=$1 rc
-	shift
-	"$BLK" "$@" >"$TMP/u.stdout" 2>"$TMP/u.stderr"
-	rc=$?
-	[ "$rc" = 2 ] || fail "pollcore-blk $* exited $rc, expected 2"
-	grep -qF -- "$want" "$TMP/u.stderr" || fail "pollcore-blk $*: stderr does not say '$want'"
-}
+usage_error() { pc_usage_error "$1" "$BLK" "${@:2}"; }
 usage_error "missing mode"
 usage_error "unknown mode 'serve'" serve
 usage_error "exactly one of --ram SIZE and --file PATH" server

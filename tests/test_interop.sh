@@ -22,28 +22,13 @@ cleanup() {
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
-fail() {
-	echo "FAIL: $*" >&2
-	for f in "$TMP"/*.out; do
-		[ -s "$f" ] && { echo "--- $(basename "$f")"; tail -n 30 "$f"; } >&2
-	done
-	exit 1
-}
-ok() { echo "ok: $*"; }
 
 # --- usage (no device needed) ----------------------------------------------------------
-# usage_error EXPECTED-TEXT ARGS...: exit 2, the text on stderr, nothing on stdout.
+# usage_error EXPECTED-TEXT ARGS...: testbed.sh's, and the usage text on stderr.
 usage_error() {
-	local want=$1 rc
-	shift
-	"$ECHO" "$@" >"$TMP/u.stdout" 2>"$TMP/u.stderr"
-	rc=$?
-	[ "$rc" = 2 ] || fail "pollcore-echo $* exited $rc, expected 2 (usage error)"
-	grep -qF -- "$want" "$TMP/u.stderr" ||
-		fail "pollcore-echo $*: stderr does not say '$want': $(cat "$TMP/u.stderr")"
+	pc_usage_error "$1" "$ECHO" "${@:2}"
 	grep -q '^usage: pollcore-echo server' "$TMP/u.stderr" ||
-		fail "pollcore-echo $*: no usage text on stderr"
-	[ ! -s "$TMP/u.stdout" ] || fail "pollcore-echo $*: output on stdout despite the error"
+		fail "pollcore-echo ${*:2}: no usage text on stderr"
 }
 usage_error "missing mode: server or client"
 usage_error "unknown mode 'serve' (expected server or client)" serve

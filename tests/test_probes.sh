@@ -38,14 +38,6 @@ cleanup() {
 	[ -n "$TMP" ] && rm -rf "$TMP"
 }
 trap cleanup EXIT
-fail() {
-	echo "FAIL: $*" >&2
-	for f in "$TMP"/*.out; do
-		[ -s "$f" ] && { echo "--- $(basename "$f")"; tail -n 30 "$f"; } >&2
-	done
-	exit 1
-}
-ok() { echo "ok: $*"; }
 
 # --- the notes (no device needed) ----------------------------------------------------------
 case "$USDT" in

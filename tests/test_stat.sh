@@ -33,24 +33,9 @@ cleanup() {
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
-fail() {
-	echo "FAIL: $*" >&2
-	for f in "$TMP"/*.out "$TMP"/*.json "$TMP"/*.err; do
-		[ -s "$f" ] && { echo "--- $(basename "$f")"; tail -n 30 "$f"; } >&2
-	done
-	exit 1
-}
-ok() { echo "ok: $*"; }
 
 # --- usage (no device needed) ----------------------------------------------------------
-usage_error() {
-	local want=$1 rc
-	shift
-	"$STAT" "$@" >"$TMP/u.stdout" 2>"$TMP/u.stderr"
-	rc=$?
-	[ "$rc" = 2 ] || fail "pollcore-stat $* exited $rc, expected 2"
-	grep -qF -- "$want" "$TMP/u.stderr" || fail "pollcore-stat $*: stderr does not say '$want'"
-}
+usage_error() { pc_usage_error "$1" "$STAT" "${@:2}"; }
 usage_error "missing PID" 
 usage_error "'abc' is not a process id" abc
 usage_error "--interval: '0' is not a number" 1 --interval 0

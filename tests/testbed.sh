@@ -25,3 +25,30 @@ pc_need_device() {
 	echo "SKIP: no RDMA device here; run this test inside tools/rxe-vm"
 	exit 77
 }
+
+# fail MESSAGE: FAIL on stderr with the last lines of every log the test
+# kept in $TMP (*.out, *.err, *.json), then exit 1.
+fail() {
+	local f
+	echo "FAIL: $*" >&2
+	for f in "${TMP:-/nonexistent}"/*.out "${TMP:-/nonexistent}"/*.err \
+		"${TMP:-/nonexistent}"/*.json; do
+		[ -s "$f" ] && { echo "--- $(basename "$f")"; tail -n 30 "$f"; } >&2
+	done
+	exit 1
+}
+
+ok() { echo "ok: $*"; }
+
+# pc_usage_error EXPECTED-TEXT PROGRAM ARGS...: PROGRAM ARGS exits 2, says the
+# text on stderr and prints nothing on stdout (a usage error, not a run).
+pc_usage_error() {
+	local want=$1 prog=$2 rc
+	shift 2
+	"$prog" "$@" >"$TMP/u.stdout" 2>"$TMP/u.stderr"
+	rc=$?
+	[ "$rc" = 2 ] || fail "${prog##*/} $* exited $rc, expected 2 (usage error)"
+	grep -qF -- "$want" "$TMP/u.stderr" ||
+		fail "${prog##*/} $*: stderr does not say '$want': $(cat "$TMP/u.stderr")"
+	[ ! -s "$TMP/u.stdout" ] || fail "${prog##*/} $*: output on stdout despite the error"
+}
