@@ -162,6 +162,9 @@ struct pc_worker {
 	uint32_t floor_deficit;	/* sum of credit_short() over them (core/credit.h) */
 	uint32_t cq_conns;	/* conns attached, not drained: a drain marker's CQE each */
 	uint32_t sq_wrs;	/* send WRs posted, not completed (markers excluded) */
+	/* kept as the counts change (workers/dp_credit.h), read per flush */
+	uint32_t share;		/* credit_target() for ncredited */
+	uint32_t cq_send_cap;	/* cq_send_cap() for cq_conns */
 	struct credit_limits lim;	/* set up before ready; read-only after (control reads it) */
 	struct conn *dirty;
 	struct conn *draining;
