@@ -22,13 +22,12 @@
 
 /* --- connections by QP number ----------------------------------------------- */
 
-struct conn *dp_conn_of_qpn(struct pc_worker *w, uint32_t qpn)
+/* dp_conn_of_qpn() when the cache missed */
+struct conn *dp_conn_lookup(struct pc_worker *w, uint32_t qpn)
 {
 	struct conn **slot = &w->cache[qpn & (PC_ARRAY_SIZE(w->cache) - 1)];
-	struct conn *c = *slot;
+	struct conn *c;
 
-	if (pc_likely(c && c->qpn == qpn))
-		return c;
 	/* RCU read side: the worker is an online qsbr reader between quiescent states */
 	c = conn_lookup(w->conns, qpn);
 	if (!c || c->w != w)
@@ -484,11 +483,33 @@ static inline struct msg *recv_of(const struct pc_worker *w, uint64_t wr_id)
 void dp_handle_wc(struct pc_worker *w, struct ibv_wc *wc)
 {
 	struct wr_ctx *ctx = (struct wr_ctx *)(uintptr_t)wc->wr_id;
-	struct msg *rm = recv_of(w, wc->wr_id);
+	struct msg *rm;
 	struct conn *c;
 	uint32_t t;
 	int err = 0;
 
+	/*
+	 * A successful completion's opcode is valid, and its wr_id is one we
+	 * posted: a receive's is its message's rctx. Flushes and errors (no
+	 * opcode) are told apart by the address (recv_of()).
+	 */
+	if (pc_likely(wc->status == IBV_WC_SUCCESS)) {
+		if (wc->opcode & IBV_WC_RECV) {
+			dp_recv(w, wc, pc_container_of(ctx, struct msg, rctx));
+			return;
+		}
+		/* the usual send completion: the oldest WR of its queue, signaled */
+		c = dp_conn_of_qpn(w, wc->qp_num);
+		if (pc_likely(c && sq_retire_tail(&c->sq, ctx))) {
+			struct retire_arg ra = { w, 0 };
+
+			sq_done(&ra, ctx, false);
+			if (c->bl_head && c->state == CONN_UP)
+				dp_mark_dirty(w, c);
+			return;
+		}
+	}
+	rm = recv_of(w, wc->wr_id);
 	if (rm) {
 		dp_recv(w, wc, rm);
 		return;
