@@ -75,12 +75,30 @@ static inline uint32_t credit_grant(uint32_t outstanding, uint32_t target, uint3
 				    uint32_t room, uint32_t deficit)
 {
 	uint32_t want = target > outstanding ? target - outstanding : 0;
-	uint32_t own = credit_short(outstanding, min_window);
-	uint32_t others = deficit > own ? deficit - own : 0;
-	uint32_t g1 = PC_MIN(PC_MIN(want, own), room);
-	uint32_t spare = room - g1 > others ? room - g1 - others : 0;
+	uint32_t own, others, g1, spare;
+
+	/* the common case, at or above its floor (own 0): what the others' floors leave */
+	if (pc_likely(outstanding >= min_window))
+		return PC_MIN(want, room > deficit ? room - deficit : 0);
+	own = credit_short(outstanding, min_window);
+	others = deficit > own ? deficit - own : 0;
+	g1 = PC_MIN(PC_MIN(want, own), room);
+	spare = room - g1 > others ? room - g1 - others : 0;
 
 	return g1 + PC_MIN(want - g1, spare);
+}
+
+/**
+ * credit_used_short - how much the floor deficit grows when a credit is used.
+ * @outstanding: credits the connection held before (at least 1).
+ * @min_window: the floor.
+ *
+ * Return: credit_short(@outstanding - 1) - credit_short(@outstanding): 1 at
+ * or below the floor, else 0.
+ */
+static inline uint32_t credit_used_short(uint32_t outstanding, uint32_t min_window)
+{
+	return outstanding <= min_window;
 }
 
 /* What a worker can hold, for admission (fixed at engine creation). */
@@ -157,6 +175,22 @@ static inline uint32_t cq_send_room(const struct credit_limits *l, uint32_t conn
 	uint64_t used = cq_reserved(l, conns) + inflight;
 
 	return used < l->cqe ? (uint32_t)(l->cqe - used) : 0;
+}
+
+/**
+ * cq_send_cap - the send WRs a worker's CQ has room for with none in flight.
+ * @l: its limits.
+ * @conns: as for cq_send_room().
+ *
+ * Depends only on the connection count, so the worker keeps it and
+ * subtracts its sends in flight: cq_send_room(@l, @conns, n) is
+ * (cap > n ? cap - n : 0).
+ *
+ * Return: cq_send_room(@l, @conns, 0).
+ */
+static inline uint32_t cq_send_cap(const struct credit_limits *l, uint32_t conns)
+{
+	return cq_send_room(l, conns, 0);
 }
 
 #endif /* PC_CREDIT_H */

@@ -102,6 +102,21 @@ static inline uint32_t sq_find(const struct sq *q, const void *ctx, bool error)
 }
 
 /*
+ * The common success: the oldest WR in flight is the signaled one that
+ * completed (one WR per chain, or the last of the unsignaled ones before
+ * it already retired). Retires it alone and returns true; false leaves
+ * the queue as it was (then sq_find() and sq_retire_to()). Agrees with
+ * sq_find(@q, @ctx, false): the first signaled slot is the tail.
+ */
+static pc_always_inline bool sq_retire_tail(struct sq *q, const void *ctx)
+{
+	if (q->tail == q->head || q->slot[q->tail & q->mask] != ((uintptr_t)ctx | SQ_SIGNALED))
+		return false;
+	q->tail++;
+	return true;
+}
+
+/*
  * Retire every WR up to slot @t (from sq_find()): those before it
  * completed fine, and @t itself failed if @error. @fn(arg, ctx, failed) is
  * called for each, oldest first. Returns the number retired.

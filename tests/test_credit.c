@@ -103,6 +103,50 @@ START_TEST(test_cq_room)
 }
 END_TEST
 
+/* credit_grant() as it was written before its fast path, for the comparison below. */
+static uint32_t grant_ref(uint32_t outstanding, uint32_t target, uint32_t min_window,
+			  uint32_t room, uint32_t deficit)
+{
+	uint32_t want = target > outstanding ? target - outstanding : 0;
+	uint32_t own = credit_short(outstanding, min_window);
+	uint32_t others = deficit > own ? deficit - own : 0;
+	uint32_t g1 = PC_MIN(PC_MIN(want, own), room);
+	uint32_t spare = room - g1 > others ? room - g1 - others : 0;
+
+	return g1 + PC_MIN(want - g1, spare);
+}
+
+/* The fast path (at or above the floor) and the helpers give exactly the general formulas. */
+START_TEST(test_fast_paths)
+{
+	uint32_t o, t, mw, room, d, n, inflight;
+	unsigned long checked = 0;
+
+	for (mw = 1; mw <= 6; mw++)
+		for (o = 0; o <= 12; o++)
+			for (t = 0; t <= 12; t++)
+				for (room = 0; room <= 24; room++)
+					for (d = 0; d <= 20; d++) {
+						ck_assert_uint_eq(credit_grant(o, t, mw, room, d),
+								  grant_ref(o, t, mw, room, d));
+						checked++;
+					}
+	for (mw = 1; mw <= 64; mw++)
+		for (o = 1; o <= 200; o++)
+			ck_assert_uint_eq(credit_used_short(o, mw),
+					  credit_short(o - 1, mw) - credit_short(o, mw));
+	for (n = 0; n < 2000; n += 7) {
+		struct credit_limits l = { .srq_depth = 1024, .raw_bufs = 64, .cqe = 4096 };
+		uint32_t cap = cq_send_cap(&l, n);
+
+		for (inflight = 0; inflight < 5000; inflight += 13)
+			ck_assert_uint_eq(cq_send_room(&l, n, inflight),
+					  cap > inflight ? cap - inflight : 0);
+	}
+	ck_assert_uint_gt(checked, 100000);
+}
+END_TEST
+
 /*
  * One worker simulated: connections join, leave, receive and are granted
  * in random order (a credit used earns one more) while an "application"
@@ -197,6 +241,7 @@ int main(void)
 	tcase_add_test(tc, test_grant);
 	tcase_add_test(tc, test_admit);
 	tcase_add_test(tc, test_cq_room);
+	tcase_add_test(tc, test_fast_paths);
 	tcase_add_test(tc, test_simulation);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);

@@ -161,6 +161,47 @@ START_TEST(test_wraparound_many_laps)
 }
 END_TEST
 
+/* sq_retire_tail() retires exactly what sq_retire() would, or nothing when it cannot. */
+START_TEST(test_retire_tail_agrees)
+{
+	static uintptr_t slots2[DEPTH];
+	struct sq q2 = { .depth = DEPTH, .mask = DEPTH - 1, .signal_every = 4, .slot = slots2 };
+	struct record r;
+	unsigned int step, fast = 0;
+
+	srandom(7);
+	for (step = 0; step < 20000; step++) {
+		unsigned int k = (unsigned int)random() % 64;
+
+		if (sq_space(&q) && random() % 2) {
+			bool last = random() % 2, force = random() % 8 == 0;
+
+			ck_assert_int_eq(sq_push(&q, &ctxs[k], last, force),
+					 sq_push(&q2, &ctxs[k], last, force));
+			continue;
+		}
+		/* a completion of a random context, or of the tail's (the usual one) */
+		if (sq_inflight(&q) && random() % 2)
+			k = (unsigned int)((uint64_t *)sq_slot_ctx(q.slot[q.tail & q.mask]) - ctxs);
+		r.n = 0;
+		if (sq_retire_tail(&q, &ctxs[k])) {
+			ck_assert_uint_eq(sq_retire(&q2, &ctxs[k], false, rec, &r), 1);
+			ck_assert_ptr_eq(r.ctx[0], &ctxs[k]);
+			fast++;
+		} else {
+			ck_assert_uint_eq(sq_find(&q, &ctxs[k], false), sq_find(&q2, &ctxs[k], false));
+			if (sq_inflight(&q))
+				ck_assert(sq_find(&q, &ctxs[k], false) != q.tail);
+			sq_retire(&q, &ctxs[k], false, rec, &r);
+			sq_retire(&q2, &ctxs[k], false, rec, &r);
+		}
+		ck_assert_uint_eq(q.tail, q2.tail);
+		ck_assert_uint_eq(q.head, q2.head);
+	}
+	ck_assert_uint_gt(fast, 100);
+}
+END_TEST
+
 START_TEST(test_unpush)
 {
 	sq_push(&q, &ctxs[0], false, false);
@@ -214,6 +255,7 @@ int main(void)
 	tcase_add_test(tc, test_error_retires_to_matching_ctx);
 	tcase_add_test(tc, test_shared_ctx_matches_oldest);
 	tcase_add_test(tc, test_wraparound_many_laps);
+	tcase_add_test(tc, test_retire_tail_agrees);
 	tcase_add_test(tc, test_unpush);
 	tcase_add_test(tc, test_chain_links);
 	suite_add_tcase(s, tc);

@@ -13,7 +13,7 @@
  * connection's share of it (core/credit.h). Raw peers receive into their
  * own queues, from a pool of their own, never from the SRQ.
  */
-#include "worker_pvt.h"
+#include "dp_credit.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -22,13 +22,12 @@
 
 /* --- connections by QP number ----------------------------------------------- */
 
-struct conn *dp_conn_of_qpn(struct pc_worker *w, uint32_t qpn)
+/* dp_conn_of_qpn() when the cache missed */
+struct conn *dp_conn_lookup(struct pc_worker *w, uint32_t qpn)
 {
 	struct conn **slot = &w->cache[qpn & (PC_ARRAY_SIZE(w->cache) - 1)];
-	struct conn *c = *slot;
+	struct conn *c;
 
-	if (pc_likely(c && c->qpn == qpn))
-		return c;
 	/* RCU read side: the worker is an online qsbr reader between quiescent states */
 	c = conn_lookup(w->conns, qpn);
 	if (!c || c->w != w)
@@ -73,30 +72,13 @@ static inline struct pc_pool *rx_pool(struct pc_worker *w, const struct msg *m)
 	return m->pool == POOL_RAW ? w->raw : w->rx;
 }
 
-static inline void credits_publish(struct pc_worker *w)
-{
-	__atomic_store_n(&w->st.credits_out, w->credits_out, __ATOMIC_RELAXED);
-}
-
-static void window_publish(struct pc_worker *w)
-{
-	__atomic_store_n(&w->st.window, credit_target(w->p->srq_depth, w->ncredited, w->p->window),
-			 __ATOMIC_RELAXED);
-}
-
-/* Credits @c holds: granted and not yet seen used (0 if it overran). */
-static inline uint32_t conn_outstanding(const struct conn *c)
-{
-	return c->granted > c->recv_credited ? (uint32_t)(c->granted - c->recv_credited) : 0;
-}
-
 /* A credited conn attached: it shares the SRQ from now on, its floor kept for it. */
 void dp_credited_join(struct pc_worker *w, struct conn *c)
 {
 	c->allow = w->p->min_window;
 	w->ncredited++;
 	w->floor_deficit += w->p->min_window;
-	window_publish(w);
+	credits_share_set(w);
 }
 
 /* A credited conn closing: the peer can no longer use what it was granted. */
@@ -109,7 +91,7 @@ void dp_credited_leave(struct pc_worker *w, struct conn *c)
 	w->ncredited--;
 	c->grant_pending = 0;
 	credits_publish(w);
-	window_publish(w);
+	credits_share_set(w);
 }
 
 struct msg *dp_tx_alloc(struct pc_worker *w)
@@ -234,18 +216,6 @@ void dp_topup_txfree(struct pc_worker *w)
 		dp_msg_release(w, objs[k]);
 }
 
-/*
- * Takes a cumulative grant from the peer (its credit word or a message
- * header). Only plausible ones: never backwards, never more than a window
- * (the peer's) ahead of what we sent. Anything else is a torn read, a
- * header overtaken by a later WRITE, or a broken peer; the old value stays.
- */
-static inline void credits_take(struct conn *c, uint64_t g)
-{
-	if (g > c->peer_grant_seen && g - c->sent_credited <= c->peer_window)
-		c->peer_grant_seen = g;
-}
-
 /* --- receives ------------------------------------------------------------------ */
 
 /*
@@ -345,8 +315,8 @@ static void dp_recv(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
 		if (pc_likely(c->state < CONN_DRAINING)) {
 			uint32_t o = conn_outstanding(c);
 
-			w->floor_deficit += credit_short(o - 1, p->min_window) -
-					    credit_short(o, p->min_window);
+			/* o >= 1: recv_credited < granted */
+			w->floor_deficit += credit_used_short(o, p->min_window);
 			w->credits_out--;
 			credits_publish(w);
 			/* a credit used earns one more: its window grows with use, at once */
@@ -513,11 +483,33 @@ static inline struct msg *recv_of(const struct pc_worker *w, uint64_t wr_id)
 void dp_handle_wc(struct pc_worker *w, struct ibv_wc *wc)
 {
 	struct wr_ctx *ctx = (struct wr_ctx *)(uintptr_t)wc->wr_id;
-	struct msg *rm = recv_of(w, wc->wr_id);
+	struct msg *rm;
 	struct conn *c;
 	uint32_t t;
 	int err = 0;
 
+	/*
+	 * A successful completion's opcode is valid, and its wr_id is one we
+	 * posted: a receive's is its message's rctx. Flushes and errors (no
+	 * opcode) are told apart by the address (recv_of()).
+	 */
+	if (pc_likely(wc->status == IBV_WC_SUCCESS)) {
+		if (wc->opcode & IBV_WC_RECV) {
+			dp_recv(w, wc, pc_container_of(ctx, struct msg, rctx));
+			return;
+		}
+		/* the usual send completion: the oldest WR of its queue, signaled */
+		c = dp_conn_of_qpn(w, wc->qp_num);
+		if (pc_likely(c && sq_retire_tail(&c->sq, ctx))) {
+			struct retire_arg ra = { w, 0 };
+
+			sq_done(&ra, ctx, false);
+			if (c->bl_head && c->state == CONN_UP)
+				dp_mark_dirty(w, c);
+			return;
+		}
+	}
+	rm = recv_of(w, wc->wr_id);
 	if (rm) {
 		dp_recv(w, wc, rm);
 		return;
@@ -547,46 +539,6 @@ void dp_handle_wc(struct pc_worker *w, struct ibv_wc *wc)
 	sq_complete_at(w, c, t, err);
 	if (pc_unlikely(err) && wc->status != IBV_WC_WR_FLUSH_ERR)
 		drain_fail(w, c, err);
-}
-
-/* --- credits ----------------------------------------------------------------------- */
-
-/* Credits this side may spend now, after reading the peer's latest grant. */
-static inline uint64_t credits_avail(struct conn *c)
-{
-	/* acquire: the NIC wrote the word; nothing else depends on it but the count */
-	credits_take(c, __atomic_load_n(&c->credit_word[0], __ATOMIC_ACQUIRE));
-	return c->peer_grant_seen - c->sent_credited;
-}
-
-static inline uint32_t credits_room(const struct pc_worker *w)
-{
-	return w->srq_outstanding > w->credits_out ? w->srq_outstanding - w->credits_out : 0;
-}
-
-/*
- * Brings @c's credits up to its share of the SRQ (credit_target()) or what
- * it has earned (c->allow), whichever is less, within
- * the room the SRQ has and the floors of the others (credit_grant()).
- * Whatever it still wants stays in grant_pending: the conn is looked at
- * again next turn.
- */
-static inline void credits_grant(struct pc_worker *w, struct conn *c)
-{
-	const struct pc_engine_params *p = w->p;
-	uint32_t o = conn_outstanding(c);
-	uint32_t target = PC_MIN(credit_target(p->srq_depth, w->ncredited, c->window), c->allow);
-	uint32_t g;
-
-	/* buffers back in the pool count only once posted: post them before giving up */
-	if (credits_room(w) < target - PC_MIN(o, target) && w->srq_outstanding < p->srq_depth)
-		dp_refill_srq(w, false);
-	g = credit_grant(o, target, p->min_window, credits_room(w), w->floor_deficit);
-	w->floor_deficit -= credit_short(o, p->min_window) - credit_short(o + g, p->min_window);
-	c->granted += g;
-	w->credits_out += g;
-	c->grant_pending = target - PC_MIN(o + g, target);
-	credits_publish(w);
 }
 
 /* --- building and posting chains -------------------------------------------------------- */
@@ -737,49 +689,12 @@ static void post_chain(struct pc_worker *w, struct conn *c)
 	drain_fail(w, c, ret);
 }
 
-/*
- * How long a grant may wait for a message to carry it before it goes as an
- * RDMA WRITE of its own. Request/response traffic answers well within it,
- * so it rings one doorbell per message; one-way traffic pays one WRITE per
- * interval instead of one per released buffer, or sooner when the peer
- * runs low (grant_due()).
- */
-#define GRANT_DELAY_NS (50ull * 1000)
-
-/* Whether the next send of @c can carry its grant (a message it will post now). */
-static inline bool grant_rides(struct conn *c, uint32_t space)
-{
-	return space && c->bl_head && c->bl_head->kind == WR_MSG && credits_avail(c);
-}
-
-/*
- * A grant no message carries goes by WRITE at once when the peer knows of
- * less than half of what it has earned (it may be about to stall: one-way
- * traffic), else once it has waited GRANT_DELAY_NS.
- */
-static bool grant_due(struct conn *c)
-{
-	/* what the peer knows it may still send: the grants it has seen, less what it sent */
-	uint64_t known = c->granted_published > c->recv_credited ?
-			 c->granted_published - c->recv_credited : 0;
-	uint64_t now;
-
-	if (known * 2 < c->allow)
-		return true;
-	now = now_ns();
-	if (!c->grant_due_ns) {
-		c->grant_due_ns = now + GRANT_DELAY_NS;
-		return false;
-	}
-	return now >= c->grant_due_ns;
-}
-
 /* Builds and posts one chain for @c: a credit grant, then its backlog. */
 static void flush_conn(struct pc_worker *w, struct conn *c)
 {
 	struct wr_chain *ch = &w->chain;
 	/* within its send queue, and within the room the CQ has for send completions */
-	uint32_t space = PC_MIN(sq_space(&c->sq), cq_send_room(&w->lim, w->cq_conns, w->sq_wrs));
+	uint32_t space = PC_MIN(sq_space(&c->sq), cq_send_space(w));
 	uint64_t granted;
 	bool stalled = false;
 

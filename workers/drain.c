@@ -15,7 +15,7 @@
  * control thread destroys the QP and frees the connection after an RCU
  * grace period.
  */
-#include "worker_pvt.h"
+#include "dp_credit.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -176,7 +176,7 @@ void drain_poll(struct pc_worker *w)
 		conn_set_state(c, CONN_DRAINED);
 		PC_PROBE(conn_down, c->qpn, c->close_err, c->was_up);
 		/* no more completions for it: its marker's CQE is free again */
-		w->cq_conns--;
+		cq_conns_add(w, -1);
 		if (c->rq_posted)
 			pc_warn("%s qp 0x%x: %u receives never flushed; their buffers are lost",
 				w->dev->name, c->qpn, c->rq_posted);

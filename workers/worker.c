@@ -3,7 +3,7 @@
  * Worker resources, thread and loop. The data path proper (completions,
  * posting, credits) is in datapath.c; closing connections in drain.c.
  */
-#include "worker_pvt.h"
+#include "dp_credit.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -184,7 +184,8 @@ static int worker_setup(struct pc_worker *w)
 		.cqe = (uint32_t)cqe,
 		.sq_depth = p->sq_depth,
 	};
-	w->st.window = p->window;
+	credits_share_set(w);
+	cq_conns_add(w, 0);
 	w->st.cq_single_threaded = w->cq_single;
 	w->st.thread_domain = w->td != NULL;
 	sattr.srq_context = w;
@@ -393,7 +394,7 @@ unsigned int worker_apply_ctl(struct pc_worker *w)
 			conn_set_state(c, CONN_ATTACHED);
 			c->bl_tail = &c->bl_head;
 			/* no credit yet: every grant comes from credits_grant() once UP */
-			w->cq_conns++;
+			cq_conns_add(w, 1);
 			if (c->raw)
 				dp_refill_rq(w, c);
 			else

@@ -163,6 +163,9 @@ struct pc_worker {
 	uint32_t floor_deficit;	/* sum of credit_short() over them (core/credit.h) */
 	uint32_t cq_conns;	/* conns attached, not drained: a drain marker's CQE each */
 	uint32_t sq_wrs;	/* send WRs posted, not completed (markers excluded) */
+	/* kept as the counts change (workers/dp_credit.h), read per flush */
+	uint32_t share;		/* credit_target() for ncredited */
+	uint32_t cq_send_cap;	/* cq_send_cap() for cq_conns */
 	struct credit_limits lim;	/* set up before ready; read-only after (control reads it) */
 	struct conn *dirty;
 	struct conn *draining;
@@ -298,8 +301,22 @@ void dp_mark_dirty(struct pc_worker *w, struct conn *c);
 void dp_count_dropped(struct pc_worker *w, struct conn *c, uint32_t n);
 void dp_deliver_early(struct pc_worker *w, struct conn *c);
 void dp_drop_early(struct pc_worker *w, struct conn *c);
-struct conn *dp_conn_of_qpn(struct pc_worker *w, uint32_t qpn);
+struct conn *dp_conn_lookup(struct pc_worker *w, uint32_t qpn);
 void msg_bind(struct msg *m, struct conn *c);
+
+/*
+ * The conn a completion's QP number names, NULL if none is attached here:
+ * the worker's direct-mapped cache, else the table (dp_conn_lookup()).
+ * Worker thread.
+ */
+static inline struct conn *dp_conn_of_qpn(struct pc_worker *w, uint32_t qpn)
+{
+	struct conn *c = w->cache[qpn & (PC_ARRAY_SIZE(w->cache) - 1)];
+
+	if (pc_likely(c && c->qpn == qpn))
+		return c;
+	return dp_conn_lookup(w, qpn);
+}
 
 /* poller.c (worker thread) */
 unsigned int worker_run_pollers(struct pc_worker *w, unsigned int hi);

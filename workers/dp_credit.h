@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The worker's side of flow control (workers/datapath.c includes it; worker
+ * thread only): reading the peer's grants, granting our own within the
+ * policy of core/credit.h, and deciding when a grant goes by RDMA WRITE
+ * rather than in the header of the next message.
+ *
+ * What the policy computes from the worker's connection count alone (each
+ * connection's share of the SRQ, the CQ's room for sends) is kept in the
+ * worker and recomputed when that count changes (credits_share_set(),
+ * cq_conns_add()), not on every flush.
+ */
+#ifndef PC_DP_CREDIT_H
+#define PC_DP_CREDIT_H
+
+#include "worker_pvt.h"
+
+static inline void credits_publish(struct pc_worker *w)
+{
+	__atomic_store_n(&w->st.credits_out, w->credits_out, __ATOMIC_RELAXED);
+}
+
+/* The credited connection count changed: each one's share of the SRQ (credit_target()). */
+static inline void credits_share_set(struct pc_worker *w)
+{
+	w->share = credit_target(w->lim.srq_depth, w->ncredited, w->p->window);
+	__atomic_store_n(&w->st.window, w->share, __ATOMIC_RELAXED);
+}
+
+/* Connections holding a drain marker's CQE changed by @delta: the CQ's room for sends. */
+static inline void cq_conns_add(struct pc_worker *w, int delta)
+{
+	w->cq_conns += (uint32_t)delta;
+	w->cq_send_cap = cq_send_cap(&w->lim, w->cq_conns);
+}
+
+/* Send WRs that may be posted now without overrunning the CQ (cq_send_room()). */
+static inline uint32_t cq_send_space(const struct pc_worker *w)
+{
+	return w->cq_send_cap > w->sq_wrs ? w->cq_send_cap - w->sq_wrs : 0;
+}
+
+/* Credits @c holds: granted and not yet seen used (0 if it overran). */
+static inline uint32_t conn_outstanding(const struct conn *c)
+{
+	return c->granted > c->recv_credited ? (uint32_t)(c->granted - c->recv_credited) : 0;
+}
+
+/*
+ * Takes a cumulative grant from the peer (its credit word or a message
+ * header). Only plausible ones: never backwards, never more than a window
+ * (the peer's) ahead of what we sent. Anything else is a torn read, a
+ * header overtaken by a later WRITE, or a broken peer; the old value stays.
+ */
+static inline void credits_take(struct conn *c, uint64_t g)
+{
+	if (g > c->peer_grant_seen && g - c->sent_credited <= c->peer_window)
+		c->peer_grant_seen = g;
+}
+
+/* Credits this side may spend now, after reading the peer's latest grant. */
+static inline uint64_t credits_avail(struct conn *c)
+{
+	/* acquire: the NIC wrote the word; nothing else depends on it but the count */
+	credits_take(c, __atomic_load_n(&c->credit_word[0], __ATOMIC_ACQUIRE));
+	return c->peer_grant_seen - c->sent_credited;
+}
+
+static inline uint32_t credits_room(const struct pc_worker *w)
+{
+	return w->srq_outstanding > w->credits_out ? w->srq_outstanding - w->credits_out : 0;
+}
+
+/*
+ * Brings @c's credits up to its share of the SRQ (w->share) or what it has
+ * earned (c->allow), whichever is less, within the room the SRQ has and
+ * the floors of the others (credit_grant()). Whatever it still wants stays
+ * in grant_pending: the conn is looked at again next turn.
+ */
+static inline void credits_grant(struct pc_worker *w, struct conn *c)
+{
+	uint32_t mw = w->lim.min_window;
+	uint32_t o = conn_outstanding(c);
+	/* credit_target() with c->window left out: allow never exceeds it (p->window) */
+	uint32_t target = PC_MIN(w->share, c->allow);
+	uint32_t want = target - PC_MIN(o, target);
+	uint32_t g;
+
+	/* buffers back in the pool count only once posted: post them before giving up */
+	if (pc_unlikely(credits_room(w) < want) && w->srq_outstanding < w->lim.srq_depth)
+		dp_refill_srq(w, false);
+	g = credit_grant(o, target, mw, credits_room(w), w->floor_deficit);
+	/* at or above its floor before, so after: the deficit does not move */
+	if (pc_unlikely(o < mw))
+		w->floor_deficit -= credit_short(o, mw) - credit_short(o + g, mw);
+	c->granted += g;
+	w->credits_out += g;
+	/* g <= want: what it still wants below its target */
+	c->grant_pending = want - g;
+	credits_publish(w);
+}
+
+/*
+ * How long a grant may wait for a message to carry it before it goes as an
+ * RDMA WRITE of its own. Request/response traffic answers well within it,
+ * so it rings one doorbell per message; one-way traffic pays one WRITE per
+ * interval instead of one per released buffer, or sooner when the peer
+ * runs low (grant_due()).
+ */
+#define GRANT_DELAY_NS (50ull * 1000)
+
+/* Whether the next send of @c can carry its grant (a message it will post now). */
+static inline bool grant_rides(struct conn *c, uint32_t space)
+{
+	return space && c->bl_head && c->bl_head->kind == WR_MSG && credits_avail(c);
+}
+
+/*
+ * A grant no message carries goes by WRITE at once when the peer knows of
+ * less than half of what it has earned (it may be about to stall: one-way
+ * traffic), else once it has waited GRANT_DELAY_NS.
+ */
+static inline bool grant_due(struct conn *c)
+{
+	/* what the peer knows it may still send: the grants it has seen, less what it sent */
+	uint64_t known = c->granted_published > c->recv_credited ?
+			 c->granted_published - c->recv_credited : 0;
+	uint64_t now;
+
+	if (known * 2 < c->allow)
+		return true;
+	now = now_ns();
+	if (!c->grant_due_ns) {
+		c->grant_due_ns = now + GRANT_DELAY_NS;
+		return false;
+	}
+	return now >= c->grant_due_ns;
+}
+
+#endif /* PC_DP_CREDIT_H */
