@@ -51,7 +51,7 @@ static inline uint32_t sq_inflight(const struct sq *q)
 /*
  * Whether the WR being added must be signaled: every signal_every-th WR,
  * the last of a chain (so buffers and callbacks never wait for later
- * traffic), and any WR the caller forces (ops, markers).
+ * traffic), and any WR the caller forces (the drain marker).
  */
 static pc_always_inline bool sq_want_signal(const struct sq *q, bool last, bool force)
 {

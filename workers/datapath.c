@@ -670,7 +670,7 @@ static void post_chain(struct pc_worker *w, struct conn *c)
 	for (i = 0; i < ch->n; i++) {
 		struct wr_ctx *ctx = (struct wr_ctx *)(uintptr_t)ch->wr[i].wr_id;
 
-		if (sq_push(&c->sq, ctx, i + 1 == ch->n, ctx->kind == WR_OP))
+		if (sq_push(&c->sq, ctx, i + 1 == ch->n, false))
 			ch->wr[i].send_flags |= IBV_SEND_SIGNALED;
 	}
 	w->sq_wrs += ch->n;
