@@ -9,7 +9,8 @@
 # received == messages x size, nothing out of order, every operation
 # completed, and for write and read that the region's bytes match. A server
 # that leaves messages uncounted must make the client fail (exit 1), and
-# usage errors must exit 2 naming the option. Not a speed test.
+# usage errors must exit 2 naming the option. --idle hybrid gives the same
+# counts, and its server sleeps. Not a speed test.
 set -u
 BENCH=${1:?usage: test_bench.sh path/to/pollcore-bench}
 . "$(dirname "$0")/testbed.sh"
@@ -40,6 +41,7 @@ address is missing|client
 --inline|client $ADDR --inline 2000
 --post-batch|client $ADDR --mode rpc --post-batch 8
 --json|server --json
+--idle|server --idle lazy
 EOF2
 say "usage errors: exit 2, naming the option"
 
@@ -122,6 +124,16 @@ unserve
 # every connection the server saw: nothing missing, nothing out of order
 [ "$(grep -c 'closed: .* 0 out of order$' "$WORK/server")" = 13 ] ||
 	die "server summary: $(grep closed: "$WORK/server")"
+
+# hybrid idle on both sides: the same counts; the server, idle before each
+# client connects, slept
+serve --idle hybrid
+check write_hybrid 4096 --mode write --window 32
+check rpc_hybrid 8 --mode rpc --idle hybrid
+unserve
+sleeps=$(sed -n 's/.*sleeps \([0-9]*\) (.*/\1/p' "$WORK/server" | head -1)
+[ "${sleeps:-0}" -gt 0 ] || die "server --idle hybrid never slept: $(cat "$WORK/server")"
+say "--idle hybrid: write and rpc counts agree; the server slept $sleeps times"
 
 # a server that loses count must make the client fail
 serve --undercount-every 100

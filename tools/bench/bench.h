@@ -130,6 +130,7 @@ struct bench_opts {
 	bool json;
 	bool quick;
 	bool no_numa;
+	bool idle_hybrid;	/* --idle hybrid: the workers sleep on events when idle */
 };
 
 /* Engine parameters both sides derive from the options, for messages up to @msg_size. */

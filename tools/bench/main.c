@@ -74,6 +74,7 @@ void bench_params(const struct bench_opts *o, uint32_t msg_size, struct pc_engin
 	p->signal_every = o->signal_every;
 	p->poll_batch = o->poll_batch;
 	p->no_numa = o->no_numa;
+	p->idle = o->idle_hybrid ? PC_IDLE_HYBRID : PC_IDLE_BUSY;
 }
 
 /* --- options ------------------------------------------------------------------------- */
@@ -84,12 +85,13 @@ static void usage(FILE *f)
 		"usage: " PROG " server [--bind ADDR] [--port P] [--device NAME] [--workers N]\n"
 		"                      [--max-size S] [--window W] [-t|--tx-depth D] [-r|--rx-depth D]\n"
 		"                      [-Q|--signal-every N] [--poll-batch N] [--inline B] [--no-numa]\n"
+		"                      [--idle busy|hybrid]\n"
 		"       " PROG " client ADDR -m|--mode send|rpc|write|read [--port P]\n"
 		"                      [-s|--size S] [-D|--duration SECS | -n|--count N] [--quick]\n"
 		"                      [-q|--connections C] [--device NAME] [--workers N] [-w|--window W]\n"
 		"                      [-l|--post-batch B] [-Q|--signal-every N] [--poll-batch N]\n"
 		"                      [-t|--tx-depth D] [-r|--rx-depth D] [--inline B] [--no-numa] [--json]\n"
-		"                      [--producer worker|thread]\n"
+		"                      [--producer worker|thread] [--idle busy|hybrid]\n"
 		"defaults: port %d, size 64, duration 5 s (--quick: 1 s), 1 connection, 1 worker;\n"
 		"window (in flight per connection): rpc 1, send, write and read 128; the server's\n"
 		"--window (its receive credits, default 64) bounds messages in flight too.\n"
@@ -103,6 +105,8 @@ static void usage(FILE *f)
 		"--device: the RDMA device the engine opens (default: the first one); the\n"
 		"address must be on it (rdma_cm routes over the device that owns it).\n"
 		"--connect-timeout SECS: the client's, per connection (default 10).\n"
+		"--idle: busy (default) polls without pause; hybrid sleeps on the CQ's events\n"
+		"after an idle spell (a one-sided server has nothing to poll, as perftest's).\n"
 		"Exit: 0 all checks passed, 1 a mismatch or an error, 2 a usage error.\n",
 		BENCH_PORT);
 }
@@ -138,7 +142,7 @@ static int u32_arg(const char *opt, const char *s, uint32_t min, uint32_t max, u
 
 enum {
 	O_WORKERS = 256, O_POLL, O_NONUMA, O_JSON, O_QUICK, O_BIND, O_MAXSIZE, O_UNDER, O_INLINE,
-	O_PRODUCER, O_CTIMEOUT, O_DEVICE,
+	O_PRODUCER, O_CTIMEOUT, O_DEVICE, O_IDLE,
 };
 
 static const struct option long_opts[] = {
@@ -156,6 +160,7 @@ static const struct option long_opts[] = {
 	{ "inline", required_argument, NULL, O_INLINE },
 	{ "producer", required_argument, NULL, O_PRODUCER },
 	{ "device", required_argument, NULL, O_DEVICE },
+	{ "idle", required_argument, NULL, O_IDLE },
 	{ "workers", required_argument, NULL, O_WORKERS },
 	{ "poll-batch", required_argument, NULL, O_POLL },
 	{ "no-numa", no_argument, NULL, O_NONUMA },
@@ -246,6 +251,12 @@ static int parse_one(int c, const char *arg, struct parsed *p)
 			return bad_usage("--device: the name is empty");
 		o->devices[0] = arg;
 		return 0;
+	case O_IDLE:
+		if (!strcmp(arg, "busy") || !strcmp(arg, "hybrid")) {
+			o->idle_hybrid = arg[0] == 'h';
+			return 0;
+		}
+		return bad_usage("--idle: '%s' is not busy or hybrid", arg);
 	case O_NONUMA: o->no_numa = true; return 0;
 	case O_JSON: o->json = true; return 0;
 	case O_QUICK: o->quick = true; return 0;
