@@ -50,7 +50,7 @@ static int params_normalise(struct pc_engine_params *p)
 	DEFAULT(max_inline, 64);
 	DEFAULT(signal_every, 16);
 	DEFAULT(poll_batch, 32);
-	DEFAULT(window, 64);
+	DEFAULT(window, PC_WINDOW_DEFAULT);
 	DEFAULT(min_window, 1);
 	DEFAULT(ring_size, 1024);
 	DEFAULT(max_conns_per_worker, 1024);

@@ -804,9 +804,14 @@ static struct pc_engine *client_engine(struct bclient *cl)
 	struct pc_engine *e;
 
 	bench_params(o, PC_MAX(msg, (uint32_t)sizeof(struct bench_ctl)), &p);
-	/* credits this side grants cover a full window of responses */
-	if (o->mode == MODE_RPC)
-		p.window = PC_MAX(p.window, cl->window);
+	/*
+	 * Credits this side grants cover a full window of responses. Not fewer
+	 * than the engine's default: with one credit the server's next response
+	 * waits for the grant of the last one, which comes back only after this
+	 * side's request has completed (a round trip more per request).
+	 */
+	if (o->mode == MODE_RPC && cl->window > PC_WINDOW_DEFAULT)
+		p.window = cl->window;
 	p.tx_bufs = tx_bufs_for(cl);
 	p.on_conn = cli_on_conn;
 	p.on_msg = cli_on_msg;

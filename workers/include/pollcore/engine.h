@@ -100,6 +100,9 @@ enum pc_handoff {
 	PC_HANDOFF_RING,	/* SPSC ring per (worker, app thread); pc_app_poll() */
 };
 
+/* pc_engine_params.window when left 0: receive credits one peer may hold. */
+#define PC_WINDOW_DEFAULT 64u
+
 /* What a worker does when there is nothing to do. */
 enum pc_idle {
 	PC_IDLE_BUSY = 0,	/* busy-poll forever (lowest latency) */
@@ -217,7 +220,8 @@ struct pc_device_params {
  * @signal_every: signal every Nth send WR (and the last of each chain), default 16.
  * @poll_batch: ibv_poll_cq batch, default 32.
  * @window: the most receive credits one peer may hold (messages in flight
- *          per connection and direction, requests included), default 64.
+ *          per connection and direction, requests included), default
+ *          PC_WINDOW_DEFAULT (64).
  *          Connections of a worker share its srq_depth: each may hold
  *          min(@window, srq_depth / connections), so windows shrink as
  *          connections join and grow back as they leave; within that, a
