@@ -15,7 +15,9 @@
  *  - overrun_leak: peers that send beyond their credits are closed and
  *    leave no credit behind;
  *  - oversize: a payload of msg_size + 32 (which fits the rounded-up
- *    buffer) is refused and closes that connection only.
+ *    buffer) is refused and closes that connection only;
+ *  - grant_deadline: a grant that no message carries, to a peer that is
+ *    not running low, still reaches it (GRANT_DELAY_NS, workers/dp_credit.h).
  */
 #include <pollcore/engine.h>
 #include <pollcore/verbs.h>
@@ -913,6 +915,72 @@ START_TEST(test_oversize)
 }
 END_TEST
 
+/* grant_deadline's server: handler mode, each message released on the worker at once */
+static atomic_uint gd_msgs;
+
+static void gd_on_msg(struct pc_msg *m, void *arg)
+{
+	(void)arg;
+	atomic_fetch_add(&gd_msgs, 1);
+	ck_assert_int_eq(pc_msg_release(m), 0);
+}
+
+/*
+ * One-way messages from a hand-written peer, one at a time, to a server
+ * whose handler releases each on the worker: nothing goes back to carry
+ * the server's grants, and nothing else makes the worker look at the
+ * connection again. From the third message on, the peer still knows of at
+ * least half of the window it has earned, so the new grant is not urgent:
+ * it waits on the worker's grant-wait list for GRANT_DELAY_NS (50 us) and
+ * then goes as an RDMA WRITE. It must arrive after every message. Were the
+ * deadline never seen, the grant would move only when the peer fell below
+ * half, and the wait after the third message would time out (keepalive is
+ * off: its probes would publish it within a second or two).
+ */
+START_TEST(test_grant_deadline)
+{
+	/* no keepalive: its probes write the credit word too (every second) */
+	struct pc_engine_params sp = { .msg_size = 64, .on_conn = srv_on_conn,
+				       .on_msg = gd_on_msg, .no_numa = true,
+				       .keepalive_ms = PC_KEEPALIVE_OFF };
+	struct pc_worker_stats ws;
+	struct hand h;
+	uint64_t g, before, end;
+	unsigned int k;
+
+	memset(&srv, 0, sizeof(srv));
+	atomic_store(&gd_msgs, 0);
+	srv.e = pc_engine_create(&sp);
+	ck_assert_msg(srv.e, "server: %s", pc_last_error());
+	ck_assert_int_eq(pc_listen(srv.e, pc_test_addr(), 0), 0);
+	hand_connect(&h, pc_listen_port(srv.e), false);
+	wait_up(1);
+	g = hand_settled_grant(&h);
+	for (k = 1; k <= 40; k++) {
+		before = hand_grant(&h);
+		ck_assert_uint_gt(before, k - 1); /* a credit to send with */
+		ck_assert_int_eq(hand_send(&h, 1, 32, 32), 0);
+		ck_assert_int_eq(hand_wait_send(&h, 10000), IBV_WC_SUCCESS);
+		end = now_ms() + 5000;
+		while ((g = hand_grant(&h)) == before && now_ms() < end)
+			usleep(100);
+		ck_assert_msg(g > before, "message %u: the grant stayed at %llu for 5 s", k,
+			      (unsigned long long)before);
+	}
+	ck_assert_int_eq(pc_engine_stats(srv.e, 0, &ws), 0);
+	printf("grant_deadline: 40 messages, grant now %llu; credit WRITEs %llu, piggybacked %llu\n",
+	       (unsigned long long)g, (unsigned long long)ws.credit_writes,
+	       (unsigned long long)ws.credit_piggybacks);
+	ck_assert_uint_eq(atomic_load(&gd_msgs), 40);
+	ck_assert_uint_eq(ws.credit_piggybacks, 0);
+	ck_assert_uint_ge(ws.credit_writes, 40);
+	hand_close(&h);
+	ck_assert(wait_down(1, 30));
+	pc_engine_destroy(srv.e);
+	srv.e = NULL;
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("credits");
@@ -930,6 +998,7 @@ int main(void)
 	ADD(admission);
 	ADD(overrun_leak);
 	ADD(oversize);
+	ADD(grant_deadline);
 	ADD(raw_flood);
 	ADD(rnr_256);
 	ADD(conns_1000);

@@ -270,6 +270,8 @@ struct conn {
 	uint32_t qpn;
 	uint32_t backlog;
 	struct conn *dirty_next;
+	struct conn *gw_next;	/* on w->grant_wait (dp_credit.h) */
+	bool grant_waiting;
 	struct wr_ctx **bl_tail;
 	struct wr_ctx *early_head, **early_tail; /* received before UP, delivered after it */
 	uint64_t grant_due_ns;	/* 0, or when a grant no message carried goes by WRITE */

@@ -327,6 +327,9 @@ static void dp_recv(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
 					dp_mark_dirty(w, c);
 				}
 			}
+			/* a grant waits for a carrier: the peer's view just shrank (grant_due()) */
+			if (pc_unlikely(c->grant_waiting))
+				dp_mark_dirty(w, c);
 		}
 		c->recv_credited++;
 		credits_take(c, wire_grant_expand(c->peer_grant_seen, h.grant));
@@ -765,12 +768,37 @@ void dp_flush(struct pc_worker *w)
 		struct conn *next = c->dirty_next;
 
 		c->dirty = false;
-		if (c->state == CONN_UP)
+		if (c->state == CONN_UP) {
 			flush_conn(w, c);
-		/* waiting for credits, SRQ room, a send to carry a grant, or a probe to go */
-		if (c->state == CONN_UP && (c->bl_head || c->grant_pending || c->probe ||
-					    c->granted != c->granted_published))
-			dp_mark_dirty(w, c);
+			/* waiting for credits, SRQ room or a probe to go: next turn */
+			if (c->bl_head || c->grant_pending || c->probe)
+				dp_mark_dirty(w, c);
+			/* waiting for a send to carry a grant, or its deadline */
+			else if (c->granted != c->granted_published)
+				grant_wait_add(w, c);
+		}
+		c = next;
+	}
+}
+
+/* Every GRANT_WAIT_TURNS turns while grants wait: past the earliest deadline, flush them all. */
+void dp_grant_wait_check(struct pc_worker *w)
+{
+	struct conn *c = w->grant_wait;
+
+	if (++w->grant_wait_turns < GRANT_WAIT_TURNS)
+		return;
+	w->grant_wait_turns = 0;
+	if (now_ns() < w->grant_wait_due)
+		return;
+	/* those not yet due come back to the list from dp_flush() */
+	w->grant_wait = NULL;
+	w->grant_wait_due = UINT64_MAX;
+	while (c) {
+		struct conn *next = c->gw_next;
+
+		c->grant_waiting = false;
+		dp_mark_dirty(w, c);
 		c = next;
 	}
 }

@@ -137,4 +137,45 @@ static inline bool grant_due(struct conn *c)
 	return now >= c->grant_due_ns;
 }
 
+/*
+ * A conn whose only business is a grant waiting for a message to carry it
+ * leaves the dirty list for w->grant_wait, so that the turns it waits
+ * cost nothing per turn: the worker looks at the clock once every
+ * GRANT_WAIT_TURNS turns (dp_grant_wait_check()) and flushes the list
+ * once the earliest deadline has passed. A message sent on the conn
+ * carries the grant in the meantime, and a message received marks it
+ * dirty again, so a peer running low (grant_due()) gets its WRITE at once.
+ * A deadline is seen at most GRANT_WAIT_TURNS turns late.
+ */
+#define GRANT_WAIT_TURNS 8u
+
+static inline void grant_wait_add(struct pc_worker *w, struct conn *c)
+{
+	/* not armed (no room to post when it was looked at): due at once */
+	uint64_t due = c->grant_due_ns;
+
+	if (!c->grant_waiting) {
+		c->grant_waiting = true;
+		c->gw_next = w->grant_wait;
+		w->grant_wait = c;
+	}
+	if (due < w->grant_wait_due)
+		w->grant_wait_due = due;
+}
+
+/* @c leaves UP (drain_begin()): off the list before it can be freed. Once per close. */
+static inline void grant_wait_del(struct pc_worker *w, struct conn *c)
+{
+	struct conn **pp = &w->grant_wait;
+
+	if (!c->grant_waiting)
+		return;
+	while (*pp != c)
+		pp = &(*pp)->gw_next;
+	*pp = c->gw_next;
+	c->grant_waiting = false;
+	if (!w->grant_wait)
+		w->grant_wait_due = UINT64_MAX;
+}
+
 #endif /* PC_DP_CREDIT_H */

@@ -102,6 +102,7 @@ void drain_begin(struct pc_worker *w, struct conn *c)
 	/* the peer can no longer use what we granted (clamped: it may have overrun) */
 	if (!c->raw)
 		dp_credited_leave(w, c);
+	grant_wait_del(w, c);
 
 	/* the marker has its own reserved slot (sq_space() keeps one back) */
 	sq_push(&c->sq, &c->marker_ctx, true, true);

@@ -568,7 +568,9 @@ static unsigned int worker_turn(struct pc_worker *w, const struct pc_engine_para
 	if (k)
 		work += worker_run_pollers(w, k);
 
-	/* 4. one chain, one doorbell, per QP with work */
+	/* 4. one chain, one doorbell, per QP with work; grants past their deadline first */
+	if (pc_unlikely(w->grant_wait != NULL))
+		dp_grant_wait_check(w);
 	if (w->dirty) {
 		dp_flush(w);
 		work++;
@@ -643,6 +645,7 @@ int worker_start(struct pc_worker *w, const struct worker_cfg *cfg)
 	w->stats_slots = cfg->stats_slots;
 	w->efd = -1;
 	w->hybrid = w->p->idle == PC_IDLE_HYBRID;
+	w->grant_wait_due = UINT64_MAX;
 	w->wr_ex = worker_wants_wr_ex(w);
 	w->st.pu = -1;
 	w->st.numa_node = -1;

@@ -168,6 +168,10 @@ struct pc_worker {
 	uint32_t cq_send_cap;	/* cq_send_cap() for cq_conns */
 	struct credit_limits lim;	/* set up before ready; read-only after (control reads it) */
 	struct conn *dirty;
+	/* conns whose grant waits for a message to carry it (dp_credit.h) */
+	struct conn *grant_wait;
+	uint64_t grant_wait_due;	/* the earliest of their deadlines */
+	uint32_t grant_wait_turns;
 	struct conn *draining;
 	struct conn *cache[256];	/* qpn -> conn, direct-mapped, worker-owned */
 	struct wr_chain chain;
@@ -285,6 +289,7 @@ bool worker_wants_wr_ex(const struct pc_worker *w);
 void dp_handle_wc(struct pc_worker *w, struct ibv_wc *wc);
 void dp_sq_complete(struct pc_worker *w, struct conn *c, struct wr_ctx *ctx, int err);
 void dp_flush(struct pc_worker *w);
+void dp_grant_wait_check(struct pc_worker *w);
 int dp_post(struct pc_worker *w, struct conn *c, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 void dp_refill_srq(struct pc_worker *w, bool arm);
 void dp_refill_rq(struct pc_worker *w, struct conn *c);
