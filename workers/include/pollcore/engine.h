@@ -217,7 +217,8 @@ struct pc_device_params {
  * @max_inline: largest send (header included) posted inline, asked of each
  *              QP as max_inline_data; default 64; PC_INLINE_NONE for none.
  *              The provider may grant more or less; what it grants is used.
- * @signal_every: signal every Nth send WR (and the last of each chain), default 16.
+ * @signal_every: signal every Nth send-queue WR, sends and pc_rdma() operations
+ *                alike (and the last of each chain), default 16.
  * @poll_batch: ibv_poll_cq batch, default 32.
  * @window: the most receive credits one peer may hold (messages in flight
  *          per connection and direction, requests included), default
