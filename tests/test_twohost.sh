@@ -231,7 +231,11 @@ side_b() {
 	blk blk_clean --rw randrw --bs 4k --iodepth 32 --size 8M --time 10 --verify
 	netem_on
 	snap blk_netem.before
-	blk blk_netem --rw randrw --bs 4k --iodepth 32 --size 8M --time 10 --verify
+	# --reconnect: rxe once completed no send for 16 s here, and the server's
+	# keepalive closed the connection (docs/reliability.md); the host side
+	# accepts that only with that reason in the server's log
+	blk blk_netem --rw randrw --bs 4k --iodepth 32 --size 8M --time 10 --verify \
+		--reconnect 60
 	snap blk_netem.after
 	netem_off blk_netem
 	touch "$DIR/b.blk.done"
@@ -408,9 +412,20 @@ blk_ok blk_write
 blk_verified blk_clean
 blk_verified blk_netem
 srv_ok blk
+# a close under netem is accepted only as the rxe stall of docs/reliability.md:
+# the server's keepalive saw no send complete, and the client reconnected
+stall=
+if grep -q 'reconnected after' "$DIR/b.blk_netem.err"; then
+	stall=$(grep -o 'no send completed for [0-9]* ms with [0-9]* WRs in flight' \
+		"$DIR/a.blk.server.out" | head -1)
+	[ -n "$stall" ] ||
+		{ show; fail "blk blk_netem: the connection closed under netem, and not by the server's send-queue watch"; }
+fi
 for c in xfer_errors io_errors replies_lost; do
 	n=$(grep -o " $c [0-9]*" "$DIR/a.blk.server.out" | awk '{s += $2} END {print s + 0}')
-	[ "$n" = 0 ] || fail "the blk server counted $c $n"
+	# what the stalled connection had in flight failed or went unanswered
+	[ "$n" = 0 ] || { [ -n "$stall" ] && [ "$c" != io_errors ]; } ||
+		fail "the blk server counted $c $n"
 done
 dropped=$(grep -o 'dropped [0-9]*' "$DIR/b.blk_netem.qdisc" | head -1 | grep -o '[0-9]*')
 [ "${dropped:-0}" -gt 0 ] || fail "netem dropped no packet in the blk phase"
@@ -419,7 +434,11 @@ for v in duplicate_request out_of_seq_request rcvd_seq_err completer_retry_err; 
 	retries=$((retries + $(delta b blk_netem "$v")))
 done
 [ "$retries" -gt 0 ] || fail "netem dropped $dropped packets in the blk phase but b's rxe counted no retry"
-echo "ok: blk: randrw --verify clean and under netem (dropped $dropped, b's retry counters +$retries): 0 mismatches; the server counted no failed transfer"
+if [ -n "$stall" ]; then
+	echo "ok: blk: randrw --verify clean and under netem (dropped $dropped, b's retry counters +$retries): 0 mismatches; under netem rxe stalled once ($stall: the server's keepalive closed the connection) and the client reconnected"
+else
+	echo "ok: blk: randrw --verify clean and under netem (dropped $dropped, b's retry counters +$retries): 0 mismatches; the server counted no failed transfer"
+fi
 
 if [ "$URING" != uring ]; then
 	echo "SKIP (part): crash: pollcore-blk was built without liburing (no file backend)"
