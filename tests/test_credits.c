@@ -931,7 +931,7 @@ static void gd_on_msg(struct pc_msg *m, void *arg)
  * the server's grants, and nothing else makes the worker look at the
  * connection again. From the third message on, the peer still knows of at
  * least half of the window it has earned, so the new grant is not urgent:
- * it waits on the worker's grant-wait list for GRANT_DELAY_NS (50 us) and
+ * it waits on the worker's grant-wait list for GRANT_DELAY_NS (1 ms) and
  * then goes as an RDMA WRITE. It must arrive after every message. Were the
  * deadline never seen, the grant would move only when the peer fell below
  * half, and the wait after the third message would time out (keepalive is
