@@ -919,6 +919,8 @@ out:
 	atomic_store_explicit(&cl.stop, 1, memory_order_relaxed);
 	for (i = 0; cl.cc && i < o->conns; i++)
 		pc_mem_dereg(cl.cc[i].mr);
+	/* the worker's counters (doorbells, WRs per doorbell, credit WRITEs), as the server prints */
+	pc_engine_print_stats(e, stderr);
 	t1 = bench_now_ns();
 	pc_engine_destroy(e);
 	fprintf(stderr, PROG " %s: engine down in %.2f s\n", bench_mode_name(o->mode),
