@@ -288,6 +288,7 @@ bool worker_wants_wr_ex(const struct pc_worker *w);
 /* datapath.c (worker thread, except msg_bind: whoever owns the message) */
 void dp_handle_wc(struct pc_worker *w, struct ibv_wc *wc);
 void dp_sq_complete(struct pc_worker *w, struct conn *c, struct wr_ctx *ctx, int err);
+void dp_wr_failed(struct pc_worker *w, struct wr_ctx *ctx, int err);
 void dp_flush(struct pc_worker *w);
 void dp_grant_wait_check(struct pc_worker *w);
 int dp_post(struct pc_worker *w, struct conn *c, struct ibv_send_wr *wr, struct ibv_send_wr **bad);

@@ -214,9 +214,10 @@ struct pc_device_params {
  *             exceed the buffers posted there; default rx_bufs - raw_bufs.
  * @srq_watermark: SRQ refill threshold and srq_limit; default srq_depth / 4.
  * @sq_depth: send queue depth per QP, default 256.
- * @max_inline: largest send (header included) posted inline, asked of each
- *              QP as max_inline_data; default 64; PC_INLINE_NONE for none.
- *              The provider may grant more or less; what it grants is used.
+ * @max_inline: largest send (header included) or pc_rdma() WRITE posted
+ *              inline, asked of each QP as max_inline_data; default 64;
+ *              PC_INLINE_NONE for none. The provider may grant more or
+ *              less; what it grants is used.
  * @signal_every: signal every Nth send-queue WR, sends and pc_rdma() operations
  *                alike (and the last of each chain), default 16.
  * @poll_batch: ibv_poll_cq batch, default 32.
