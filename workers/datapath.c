@@ -7,8 +7,8 @@
  * Flow control: each side grants credits cumulatively, for receive buffers
  * that came back to the pool: in the header of its next message, else by an
  * RDMA WRITE of the peer's credit word (workers/dp_credit.h). A sender
- * without credits keeps its messages in the backlog, so a slow application slows its peer instead of
- * overrunning the SRQ. Every grant, the first included, stays within what
+ * without credits keeps its messages in the backlog, so a slow application
+ * slows its peer instead of overrunning the SRQ. Every grant, the first included, stays within what
  * is posted on the SRQ (credits_out <= srq_outstanding) and within the
  * connection's share of it (core/credit.h). Raw peers receive into their
  * own queues, from a pool of their own, never from the SRQ.
@@ -128,7 +128,12 @@ void dp_msg_release(struct pc_worker *w, struct msg *m)
 	STAT_ADD(c->held, (uint32_t)-1);
 	CONN_GAUGE_SET(c, held);
 	STAT_ADD(w->st.rx_held, (uint32_t)-1);
-	if (c->state <= CONN_UP) {
+	if (pc_likely(c->state == CONN_UP && !c->raw)) {
+		/* granted again at the conn's next flush, or by its deadline (grant_defer()) */
+		c->grant_pending++;
+		if (!c->dirty)
+			grant_defer(w, c);
+	} else if (c->state <= CONN_UP) {
 		/* granted again (raw: its receive queue topped up) at the next flush once UP */
 		if (!c->raw)
 			c->grant_pending++;
@@ -328,7 +333,7 @@ static void dp_recv(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
 				}
 			}
 			/* a grant waits for a carrier: the peer's view just shrank (grant_due()) */
-			if (pc_unlikely(c->grant_waiting))
+			if (c->grant_waiting)
 				dp_mark_dirty(w, c);
 		}
 		c->recv_credited++;

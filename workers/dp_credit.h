@@ -119,25 +119,42 @@ static inline bool grant_rides(struct conn *c, uint32_t space)
 }
 
 /*
+ * The time grant deadlines count from, without a clock read per grant:
+ * while grants wait, the clock as dp_grant_wait_check() last read it (at
+ * most GRANT_WAIT_TURNS turns old); read afresh when none waited.
+ */
+static inline uint64_t grant_clock(struct pc_worker *w)
+{
+	if (!w->grant_wait)
+		w->grant_clock = now_ns();
+	return w->grant_clock;
+}
+
+/* Starts @c's grant's wait for a carrier, unless it waits already. */
+static inline void grant_arm(struct pc_worker *w, struct conn *c)
+{
+	if (!c->grant_due_ns)
+		c->grant_due_ns = grant_clock(w) + GRANT_DELAY_NS;
+}
+
+/*
  * A grant no message carries goes by WRITE at once when the peer knows of
  * less than half of what it has earned (it may be about to stall: one-way
  * traffic), else once it has waited GRANT_DELAY_NS.
  */
-static inline bool grant_due(struct conn *c)
+static inline bool grant_due(struct pc_worker *w, struct conn *c)
 {
 	/* what the peer knows it may still send: the grants it has seen, less what it sent */
 	uint64_t known = c->granted_published > c->recv_credited ?
 			 c->granted_published - c->recv_credited : 0;
-	uint64_t now;
 
 	if (known * 2 < c->allow)
 		return true;
-	now = now_ns();
 	if (!c->grant_due_ns) {
-		c->grant_due_ns = now + GRANT_DELAY_NS;
+		grant_arm(w, c);
 		return false;
 	}
-	return now >= c->grant_due_ns;
+	return grant_clock(w) >= c->grant_due_ns;
 }
 
 /*
@@ -149,6 +166,13 @@ static inline bool grant_due(struct conn *c)
  * carries the grant in the meantime, and a message received marks it
  * dirty again, so a peer running low (grant_due()) gets its WRITE at once.
  * A deadline is seen at most GRANT_WAIT_TURNS turns late.
+ *
+ * A buffer coming back (dp_msg_release()) puts its conn here directly
+ * (grant_defer()), not on the dirty list: its grant is worked out at the
+ * conn's next flush, which a message sent or received brings. In
+ * request/response traffic that is the next request, whose response then
+ * carries it: one flush per request, not one for the response and one
+ * for the grant of its buffer.
  */
 #define GRANT_WAIT_TURNS 8u
 
@@ -164,6 +188,13 @@ static inline void grant_wait_add(struct pc_worker *w, struct conn *c)
 	}
 	if (due < w->grant_wait_due)
 		w->grant_wait_due = due;
+}
+
+/* A buffer of @c (UP, credited, not on the dirty list) came back: its grant waits. */
+static inline void grant_defer(struct pc_worker *w, struct conn *c)
+{
+	grant_arm(w, c);
+	grant_wait_add(w, c);
 }
 
 /* @c leaves UP (drain_begin()): off the list before it can be freed. Once per close. */

@@ -180,7 +180,7 @@ static void flush_conn(struct pc_worker *w, struct conn *c)
 		/* a new grant rides on the first message sent (wire_hdr.grant), else waits a
 		 * little; a keepalive probe writes the word at once */
 		if (space && (c->probe || (c->granted != c->granted_published &&
-					   !grant_rides(c, space) && grant_due(c)))) {
+					   !grant_rides(c, space) && grant_due(w, c)))) {
 			add_credit(w, c);
 			c->probe = false;
 			space--;
@@ -261,7 +261,8 @@ void dp_grant_wait_check(struct pc_worker *w)
 	if (++w->grant_wait_turns < GRANT_WAIT_TURNS)
 		return;
 	w->grant_wait_turns = 0;
-	if (now_ns() < w->grant_wait_due)
+	w->grant_clock = now_ns();
+	if (w->grant_clock < w->grant_wait_due)
 		return;
 	/* those not yet due come back to the list from dp_flush() */
 	w->grant_wait = NULL;
@@ -363,7 +364,7 @@ void dp_refill_srq(struct pc_worker *w, bool arm)
 {
 	const struct pc_engine_params *p = w->p;
 	uint32_t want = p->srq_depth - w->srq_outstanding, n = 0, i;
-	struct ibv_recv_wr *bad = NULL;
+	struct ibv_recv_wr *bad = NULL, *head = NULL, **tail = &head, *wr;
 	int ret;
 
 	/* regular batches, two polls' worth at most, except the first fill */
@@ -371,33 +372,30 @@ void dp_refill_srq(struct pc_worker *w, bool arm)
 		want = PC_MIN(want, 2 * p->poll_batch);
 	while (n < want) {
 		struct pc_buf *b = pc_pool_get(w->rx);
-		struct msg *m;
 
 		if (!b)
 			break;
-		m = &w->rx_msgs[b->index];
-		m->in_srq = 1;
-		/* exactly what is accepted: a longer message fails its receive (LOC_LEN_ERR) */
-		w->rsge[n] = (struct ibv_sge){ (uintptr_t)b->addr, WIRE_HDR_LEN + p->msg_size, b->lkey };
-		w->rwr[n] = (struct ibv_recv_wr){ .wr_id = (uintptr_t)&m->rctx,
-						  .next = &w->rwr[n + 1],
-						  .sg_list = &w->rsge[n],
-						  .num_sge = 1 };
+		w->rx_msgs[b->index].in_srq = 1;
+		*tail = &w->srq_wrs[b->index].wr;
+		tail = &(*tail)->next;
 		n++;
 	}
 	if (n) {
-		w->rwr[n - 1].next = NULL;
-		ret = ibv_post_srq_recv(w->srq, w->rwr, &bad);
+		*tail = NULL;
+		ret = ibv_post_srq_recv(w->srq, head, &bad);
 		i = n;
 		if (pc_unlikely(ret)) {
-			i = bad ? (uint32_t)(bad - w->rwr) : 0;
+			/* from @bad on, none was posted: back to the pool */
+			for (i = 0, wr = head; wr && wr != bad; wr = wr->next)
+				i++;
 			pc_set_error(pc_neg_errno(ret), "%s port %u: ibv_post_srq_recv of %u failed at %u: %s",
 				     w->dev->name, w->dev->port, n, i, strerror(abs(pc_neg_errno(ret))));
-			for (uint32_t k = i; k < n; k++) {
-				struct wr_ctx *ctx = (struct wr_ctx *)(uintptr_t)w->rwr[k].wr_id;
+			for (wr = bad; wr; wr = wr->next) {
+				struct msg *m = pc_container_of((struct wr_ctx *)(uintptr_t)wr->wr_id,
+								struct msg, rctx);
 
-				pc_container_of(ctx, struct msg, rctx)->in_srq = 0;
-				pc_pool_put(w->rx, pc_container_of(ctx, struct msg, rctx)->buf);
+				m->in_srq = 0;
+				pc_pool_put(w->rx, m->buf);
 			}
 		}
 		w->srq_outstanding += i;

@@ -120,15 +120,25 @@ static int worker_setup(struct pc_worker *w)
 	w->tx_msgs = calloc(p->tx_bufs, sizeof(*w->tx_msgs));
 	w->chain.wr = calloc(p->sq_depth, sizeof(*w->chain.wr));
 	w->chain.sge = calloc(p->sq_depth, sizeof(*w->chain.sge));
-	w->rwr = calloc(PC_MAX(p->srq_depth, CREDIT_RAW_RQ_DEPTH), sizeof(*w->rwr));
-	w->rsge = calloc(PC_MAX(p->srq_depth, CREDIT_RAW_RQ_DEPTH), sizeof(*w->rsge));
+	w->srq_wrs = calloc(p->rx_bufs, sizeof(*w->srq_wrs));
+	w->rwr = calloc(CREDIT_RAW_RQ_DEPTH, sizeof(*w->rwr));
+	w->rsge = calloc(CREDIT_RAW_RQ_DEPTH, sizeof(*w->rsge));
 	w->wc = calloc(p->poll_batch, sizeof(*w->wc));
 	w->nchans = p->app_threads;
 	w->chans = calloc(w->nchans, sizeof(*w->chans));
-	if (!w->rx_msgs || !w->tx_msgs || !w->chain.wr || !w->chain.sge || !w->rwr || !w->rsge ||
-	    !w->wc || !w->chans)
+	if (!w->rx_msgs || !w->tx_msgs || !w->chain.wr || !w->chain.sge || !w->srq_wrs ||
+	    !w->rwr || !w->rsge || !w->wc || !w->chans)
 		return -ENOMEM;
 	msgs_init(w, w->rx_msgs, w->rx, p->rx_bufs, POOL_RX);
+	for (i = 0; i < p->rx_bufs; i++) {
+		struct srq_wr *r = &w->srq_wrs[i];
+		const struct pc_buf *b = w->rx_msgs[i].buf;
+
+		/* exactly what is accepted: a longer message fails its receive (LOC_LEN_ERR) */
+		r->sge = (struct ibv_sge){ (uintptr_t)b->addr, WIRE_HDR_LEN + p->msg_size, b->lkey };
+		r->wr = (struct ibv_recv_wr){ .wr_id = (uintptr_t)&w->rx_msgs[i].rctx,
+					      .sg_list = &r->sge, .num_sge = 1 };
+	}
 	msgs_init(w, w->tx_msgs, w->tx, p->tx_bufs, POOL_TX);
 
 	w->submit = pc_ring_mpsc_create(p->ring_size);
@@ -299,6 +309,7 @@ static void worker_teardown(struct pc_worker *w)
 	free(w->wc);
 	free(w->rsge);
 	free(w->rwr);
+	free(w->srq_wrs);
 	free(w->chain.sge);
 	free(w->chain.wr);
 	free(w->tx_msgs);

@@ -103,6 +103,12 @@ static inline struct pc_op *op_of_ctx(struct wr_ctx *ctx)
 
 /* --- workers --------------------------------------------------------------- */
 
+/* One rx buffer's receive WR and its SGE (w->srq_wrs, by buffer index). */
+struct srq_wr {
+	struct ibv_recv_wr wr;
+	struct ibv_sge sge;
+};
+
 /* One application slot's rings on one worker. */
 struct chan {
 	struct pc_ring_spsc *to_app;	/* ring mode: received messages */
@@ -171,10 +177,14 @@ struct pc_worker {
 	/* conns whose grant waits for a message to carry it (dp_credit.h) */
 	struct conn *grant_wait;
 	uint64_t grant_wait_due;	/* the earliest of their deadlines */
+	uint64_t grant_clock;	/* now_ns() at the last look at them (grant_clock()) */
 	uint32_t grant_wait_turns;
 	struct conn *draining;
 	struct conn *cache[256];	/* qpn -> conn, direct-mapped, worker-owned */
 	struct wr_chain chain;
+	/* each rx buffer's SRQ receive, built once: a refill only links them */
+	struct srq_wr *srq_wrs;
+	/* a raw peer's receive queue refill, built per post */
 	struct ibv_recv_wr *rwr;
 	struct ibv_sge *rsge;
 	struct ibv_wc *wc;
