@@ -137,18 +137,24 @@ static inline void grant_arm(struct pc_worker *w, struct conn *c)
 		c->grant_due_ns = grant_clock(w) + GRANT_DELAY_NS;
 }
 
-/*
- * A grant no message carries goes by WRITE at once when the peer knows of
- * less than half of what it has earned (it may be about to stall: one-way
- * traffic), else once it has waited GRANT_DELAY_NS.
- */
-static inline bool grant_due(struct pc_worker *w, struct conn *c)
+/* Whether the peer knows of less than half of what it has earned: it may be about to stall. */
+static inline bool grant_urgent(const struct conn *c)
 {
 	/* what the peer knows it may still send: the grants it has seen, less what it sent */
 	uint64_t known = c->granted_published > c->recv_credited ?
 			 c->granted_published - c->recv_credited : 0;
 
-	if (known * 2 < c->allow)
+	return known * 2 < c->allow;
+}
+
+/*
+ * A grant no message carries goes by WRITE at once when it is urgent
+ * (grant_urgent(): one-way traffic, or an application that held its
+ * peer's buffers), else once it has waited GRANT_DELAY_NS.
+ */
+static inline bool grant_due(struct pc_worker *w, struct conn *c)
+{
+	if (grant_urgent(c))
 		return true;
 	if (!c->grant_due_ns) {
 		grant_arm(w, c);
@@ -172,7 +178,10 @@ static inline bool grant_due(struct pc_worker *w, struct conn *c)
  * conn's next flush, which a message sent or received brings. In
  * request/response traffic that is the next request, whose response then
  * carries it: one flush per request, not one for the response and one
- * for the grant of its buffer.
+ * for the grant of its buffer. Not when the grant is urgent: a peer
+ * stalled for credits sends nothing that would bring the flush (an
+ * application that held its buffers and now lets them go), so its conn
+ * goes on the dirty list and the grant at once.
  */
 #define GRANT_WAIT_TURNS 8u
 
@@ -190,9 +199,13 @@ static inline void grant_wait_add(struct pc_worker *w, struct conn *c)
 		w->grant_wait_due = due;
 }
 
-/* A buffer of @c (UP, credited, not on the dirty list) came back: its grant waits. */
+/* A buffer of @c (UP, credited, not on the dirty list) came back: its grant waits, unless urgent. */
 static inline void grant_defer(struct pc_worker *w, struct conn *c)
 {
+	if (grant_urgent(c)) {
+		dp_mark_dirty(w, c);
+		return;
+	}
 	grant_arm(w, c);
 	grant_wait_add(w, c);
 }
