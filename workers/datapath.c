@@ -8,10 +8,11 @@
  * that came back to the pool: in the header of its next message, else by an
  * RDMA WRITE of the peer's credit word (workers/dp_credit.h). A sender
  * without credits keeps its messages in the backlog, so a slow application
- * slows its peer instead of overrunning the SRQ. Every grant, the first included, stays within what
- * is posted on the SRQ (credits_out <= srq_outstanding) and within the
- * connection's share of it (core/credit.h). Raw peers receive into their
- * own queues, from a pool of their own, never from the SRQ.
+ * slows its peer instead of overrunning the SRQ. Every grant, the first
+ * included, stays within what is posted on the SRQ (credits_out <=
+ * srq_outstanding) and within the connection's share of it
+ * (core/credit.h). Raw peers receive into their own queues, from a pool of
+ * their own, never from the SRQ.
  */
 #include "dp_credit.h"
 

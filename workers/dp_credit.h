@@ -106,9 +106,10 @@ static inline void credits_grant(struct pc_worker *w, struct conn *c)
  * Nothing waits on it: a peer that falls below half gets its WRITE at once
  * (grant_due()), so it only bounds how stale a grant may get. It is long
  * beside a round trip, so request/response traffic under load still rings
- * one doorbell per message, and one-way traffic pays a WRITE per half
- * window rather than one per interval: at 50 us, a 64-byte stream took a
- * WRITE every 8 messages on rxe, with the peer never near a stall.
+ * one doorbell per message, and one-way traffic pays at most a WRITE per
+ * half window (fewer when messages going back carry grants) rather than
+ * one per interval: at 50 us, a 64-byte stream took a WRITE every 8
+ * messages on rxe, with the peer never near a stall.
  */
 #define GRANT_DELAY_NS (1000ull * 1000)
 

@@ -385,7 +385,9 @@ void dp_refill_srq(struct pc_worker *w, bool arm)
 		ret = ibv_post_srq_recv(w->srq, head, &bad);
 		i = n;
 		if (pc_unlikely(ret)) {
-			/* from @bad on, none was posted: back to the pool */
+			/* from @bad on, none was posted (no @bad: none at all): back to the pool */
+			if (!bad)
+				bad = head;
 			for (i = 0, wr = head; wr && wr != bad; wr = wr->next)
 				i++;
 			pc_set_error(pc_neg_errno(ret), "%s port %u: ibv_post_srq_recv of %u failed at %u: %s",
