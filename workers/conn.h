@@ -274,7 +274,7 @@ struct conn {
 	bool grant_waiting;
 	struct wr_ctx **bl_tail;
 	struct wr_ctx *early_head, **early_tail; /* received before UP, delivered after it */
-	uint64_t grant_due_ns;	/* 0, or when a grant no message carried goes by WRITE */
+	uint64_t grant_due;	/* 0, or when (stats_ticks()) a grant no message carried goes by WRITE */
 	uint32_t rq_posted;	/* raw peer: receives posted on its own queue */
 	uint64_t peer_credit_addr;
 	uint32_t peer_credit_rkey;

@@ -172,7 +172,7 @@ void dp_deliver_overflow(struct pc_worker *w)
 {
 	unsigned int i;
 
-	/* the common case: every application keeps up, and no slot is looked at */
+	/* the common case, every application keeping up, is not called (worker_turn()) */
 	for (i = 0; w->ovf_chans && i < w->nchans; i++) {
 		struct chan *ch = &w->chans[i];
 

@@ -120,22 +120,24 @@ static inline bool grant_rides(struct conn *c, uint32_t space)
 }
 
 /*
- * The time grant deadlines count from, without a clock read per grant:
- * while grants wait, the clock as dp_grant_wait_check() last read it (at
- * most GRANT_WAIT_TURNS turns old); read afresh when none waited.
+ * The time grant deadlines count from, in stats_ticks() (rdtsc on x86:
+ * clock_gettime() is a system call where the clocksource is hpet, as in
+ * the soft-RoCE VM), without a clock read per grant: while grants wait,
+ * the clock as dp_grant_wait_check() last read it (at most
+ * GRANT_WAIT_TURNS turns old); read afresh when none waited.
  */
 static inline uint64_t grant_clock(struct pc_worker *w)
 {
 	if (!w->grant_wait)
-		w->grant_clock = now_ns();
+		w->grant_clock = stats_ticks();
 	return w->grant_clock;
 }
 
 /* Starts @c's grant's wait for a carrier, unless it waits already. */
 static inline void grant_arm(struct pc_worker *w, struct conn *c)
 {
-	if (!c->grant_due_ns)
-		c->grant_due_ns = grant_clock(w) + GRANT_DELAY_NS;
+	if (!c->grant_due)
+		c->grant_due = grant_clock(w) + w->grant_delay;
 }
 
 /* Whether the peer knows of less than half of what it has earned: it may be about to stall. */
@@ -157,11 +159,11 @@ static inline bool grant_due(struct pc_worker *w, struct conn *c)
 {
 	if (grant_urgent(c))
 		return true;
-	if (!c->grant_due_ns) {
+	if (!c->grant_due) {
 		grant_arm(w, c);
 		return false;
 	}
-	return grant_clock(w) >= c->grant_due_ns;
+	return grant_clock(w) >= c->grant_due;
 }
 
 /*
@@ -189,7 +191,7 @@ static inline bool grant_due(struct pc_worker *w, struct conn *c)
 static inline void grant_wait_add(struct pc_worker *w, struct conn *c)
 {
 	/* not armed (no room to post when it was looked at): due at once */
-	uint64_t due = c->grant_due_ns;
+	uint64_t due = c->grant_due;
 
 	if (!c->grant_waiting) {
 		c->grant_waiting = true;

@@ -70,7 +70,7 @@ static pc_always_inline void add_credit(struct pc_worker *w, struct conn *c)
 	wr->wr.rdma.rkey = c->peer_credit_rkey;
 	wr->wr_id = (uintptr_t)&c->credit_ctx;
 	c->granted_published = c->granted;
-	c->grant_due_ns = 0;
+	c->grant_due = 0;
 }
 
 /*
@@ -210,7 +210,7 @@ static void flush_conn(struct pc_worker *w, struct conn *c)
 				c->sent_credited++;
 				if (c->granted_published != granted) {
 					c->granted_published = granted;
-					c->grant_due_ns = 0;
+					c->grant_due = 0;
 					STAT_ADD(w->st.credit_piggybacks, 1);
 				}
 			}
@@ -261,7 +261,7 @@ void dp_grant_wait_check(struct pc_worker *w)
 	if (++w->grant_wait_turns < GRANT_WAIT_TURNS)
 		return;
 	w->grant_wait_turns = 0;
-	w->grant_clock = now_ns();
+	w->grant_clock = stats_ticks();
 	if (w->grant_clock < w->grant_wait_due)
 		return;
 	/* those not yet due come back to the list from dp_flush() */

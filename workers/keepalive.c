@@ -21,17 +21,16 @@
  * peer stuck in RNR, or a provider whose requester stopped for any other
  * reason) is reported, not left UP and silent.
  *
- * No cost on the data path: the clock is read every 256 busy turns, every
- * 64 idle ones (every one in hybrid idle, whose turns can sleep); the look walks the connection table (RCU read side, the
- * worker is an online reader) for this worker's connections and compares
- * counters it keeps anyway.
+ * No cost on the data path: the clock (stats_ticks(), no system call on
+ * x86) is read every 256 busy turns, every 64 idle ones (every one in
+ * hybrid idle, whose turns can sleep); the look walks the connection table
+ * (RCU read side, the worker is an online reader) for this worker's
+ * connections and compares counters it keeps anyway.
  */
 #include <errno.h>
 
 #include "worker_pvt.h"
 
-#define KA_BUSY_TURNS 256
-#define KA_IDLE_TURNS 64
 #define KA_SQ_STUCK_SCANS 16
 
 /* true: @c was closed, its send queue stalled */
@@ -78,17 +77,15 @@ static void ka_scan(struct pc_worker *w)
 	}
 }
 
-void ka_tick(struct pc_worker *w, bool idle)
+void ka_look(struct pc_worker *w)
 {
 	uint64_t now;
 
-	if (w->p->keepalive_ms == PC_KEEPALIVE_OFF ||
-	    ++w->ka_turns < (!idle ? KA_BUSY_TURNS : w->hybrid ? 1 : KA_IDLE_TURNS))
+	if (w->p->keepalive_ms == PC_KEEPALIVE_OFF)
 		return;
-	w->ka_turns = 0;
-	now = now_ns();
-	if (now < w->ka_next_ns)
+	now = stats_ticks();
+	if (now < w->ka_next)
 		return;
-	w->ka_next_ns = now + (uint64_t)w->p->keepalive_ms * 1000000 / 2;
+	w->ka_next = now + w->ka_half;
 	ka_scan(w);
 }

@@ -56,6 +56,12 @@ static inline uint64_t stats_ticks_ns(uint64_t ticks)
 	return (uint64_t)(((unsigned __int128)ticks * stats_tick_mult) >> 32);
 }
 
+/* The other way, for deadlines kept in ticks: a division, so at setup only. */
+static inline uint64_t stats_ns_ticks(uint64_t ns)
+{
+	return (uint64_t)(((unsigned __int128)ns << 32) / (stats_tick_mult ? stats_tick_mult : 1));
+}
+
 /* An engine's segment, on the side that created it. */
 struct stats_seg {
 	char name[48];

@@ -571,8 +571,10 @@ static unsigned int worker_turn(struct pc_worker *w, const struct pc_engine_para
 	for (i = 0; i < k; i++)
 		dp_submit(w, objs[i]);
 	work += k;
-	dp_deliver_overflow(w);
-	dp_topup_txfree(w);
+	if (pc_unlikely(w->ovf_chans))
+		dp_deliver_overflow(w);
+	if (w->nchans)
+		dp_topup_txfree(w);
 
 	/* 3b. the application's pollers: what they post goes out in this turn's chains */
 	k = atomic_load_explicit(&w->pollers_hi, memory_order_relaxed);
@@ -593,8 +595,9 @@ static unsigned int worker_turn(struct pc_worker *w, const struct pc_engine_para
 	    atomic_load_explicit(&w->srq_limit, memory_order_relaxed))
 		dp_refill_srq(w, false);
 
-	/* 6. connections added or closing */
-	work += worker_apply_ctl(w);
+	/* 6. connections added or closing (a receive on one not yet applied applies it at once) */
+	if (!(w->turns & (HOUSEKEEP_TURNS - 1)))
+		work += worker_apply_ctl(w);
 	if (w->draining)
 		drain_poll(w);
 	/* 7. probes for connections on which nothing arrived */
@@ -620,7 +623,10 @@ static void *worker_main(void *arg)
 	}
 	rcu_register_thread();
 	while (!atomic_load_explicit(&w->stop, memory_order_relaxed)) {
-		unsigned int work = worker_turn(w, p);
+		unsigned int work;
+
+		w->turns++;
+		work = worker_turn(w, p);
 
 		STAT_ADD(w->st.loops, 1);
 		if (pc_unlikely(wstats_due(&w->ws)))
@@ -632,7 +638,8 @@ static void *worker_main(void *arg)
 			worker_sleep(w);
 		}
 		/* 8. quiescent state: conns retired before now may be freed */
-		qsbr_quiescent();
+		if (!(w->turns & (HOUSEKEEP_TURNS - 1)))
+			qsbr_quiescent();
 	}
 	qsbr_unregister();
 	worker_publish(w, now_ns());
@@ -657,6 +664,9 @@ int worker_start(struct pc_worker *w, const struct worker_cfg *cfg)
 	w->efd = -1;
 	w->hybrid = w->p->idle == PC_IDLE_HYBRID;
 	w->grant_wait_due = UINT64_MAX;
+	/* the worker's deadlines count in stats_ticks(): stats_clock_init() ran (engine.c) */
+	w->grant_delay = stats_ns_ticks(GRANT_DELAY_NS);
+	w->ka_half = stats_ns_ticks((uint64_t)w->p->keepalive_ms * 1000000 / 2);
 	w->wr_ex = worker_wants_wr_ex(w);
 	w->st.pu = -1;
 	w->st.numa_node = -1;

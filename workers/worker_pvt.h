@@ -176,8 +176,9 @@ struct pc_worker {
 	struct conn *dirty;
 	/* conns whose grant waits for a message to carry it (dp_credit.h) */
 	struct conn *grant_wait;
-	uint64_t grant_wait_due;	/* the earliest of their deadlines */
-	uint64_t grant_clock;	/* now_ns() at the last look at them (grant_clock()) */
+	uint64_t grant_wait_due;	/* the earliest of their deadlines, in stats_ticks() */
+	uint64_t grant_clock;	/* stats_ticks() at the last look at them (grant_clock()) */
+	uint64_t grant_delay;	/* GRANT_DELAY_NS in ticks */
 	uint32_t grant_wait_turns;
 	struct conn *draining;
 	struct conn *cache[256];	/* qpn -> conn, direct-mapped, worker-owned */
@@ -196,7 +197,9 @@ struct pc_worker {
 	uint32_t empty_turns;
 	uint32_t cq_unacked;
 	uint32_t ka_turns;	/* turns since the clock was last read for keepalive */
-	uint64_t ka_next_ns;	/* next keepalive scan */
+	uint64_t ka_next;	/* next keepalive scan, in stats_ticks() */
+	uint64_t ka_half;	/* keepalive_ms / 2 in ticks */
+	uint32_t turns;		/* loop turns, for the work done every HOUSEKEEP_TURNS */
 	bool wr_ex;		/* post with ibv_wr_* (ibv_qp_ex) */
 	bool srq_rearm;		/* SRQ limit fired: re-arm it once refilled */
 	bool poll_failed;	/* ibv_poll_cq failed before: logged once */
@@ -250,6 +253,16 @@ static_assert(ATOMIC_INT_LOCK_FREE == 2 && ATOMIC_LLONG_LOCK_FREE == 2,
 	      "worker flags and counters need lock-free atomics");
 static_assert(offsetof(struct pc_worker, sleeping) % PC_CACHELINE == 0,
 	      "cross-thread flags start their own cache line");
+
+/*
+ * The control inbox and the RCU quiescent state are looked at every this
+ * many turns (a power of two), not every turn: each is a call into liburcu
+ * (the quiescent state through a TLS lookup), some 4% of a busy worker's
+ * cycles on rxe together when done every turn. A grace period or an
+ * attach waits a few turns more; a receive on a conn whose attach is still
+ * queued applies it at once (dp_conn_lookup()).
+ */
+#define HOUSEKEEP_TURNS 8u
 
 /*
  * The fields of struct pc_worker_stats the worker counts itself (relaxed,
@@ -339,7 +352,20 @@ unsigned int worker_run_pollers(struct pc_worker *w, unsigned int hi);
 unsigned int worker_poller_fds(struct pc_worker *w, struct pollfd *pfd, unsigned int max);
 
 /* keepalive.c (worker thread) */
-void ka_tick(struct pc_worker *w, bool idle);
+void ka_look(struct pc_worker *w);
+
+/* Keepalive looks at the clock every this many busy turns, idle ones, hybrid idle ones. */
+#define KA_BUSY_TURNS 256
+#define KA_IDLE_TURNS 64
+
+/* Once a turn: the clock read and the look (ka_look()) only every so many turns. */
+static inline void ka_tick(struct pc_worker *w, bool idle)
+{
+	if (pc_likely(++w->ka_turns < (!idle ? KA_BUSY_TURNS : w->hybrid ? 1 : KA_IDLE_TURNS)))
+		return;
+	w->ka_turns = 0;
+	ka_look(w);
+}
 
 /* drain.c (worker thread) */
 void drain_begin(struct pc_worker *w, struct conn *c);
