@@ -13,7 +13,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-__thread struct pc_worker *self_worker;
+SELF_WORKER_TLS struct pc_worker *self_worker;
 
 /* Send WRs in flight per worker at most, whatever the connections (CQ size). */
 #define CQ_SEND_MAX (32u * 1024)

@@ -276,8 +276,15 @@ static_assert(offsetof(struct pc_worker, sleeping) % PC_CACHELINE == 0,
 	X(wakeups_submit) X(wakeups_poller) X(poller_work) X(poller_errors) X(wc_errors) X(stray_completions) X(poll_errors) X(msgs_dropped) \
 	X(conns) X(rx_held) X(srq_outstanding) X(credits_out) X(window)
 
-/* The worker running on this thread, if any (for pc_send() routing). */
-extern __thread struct pc_worker *self_worker;
+/*
+ * The worker running on this thread, if any (for pc_send() routing), read
+ * on every submission. initial-exec: a load at a fixed offset from %fs,
+ * not a __tls_get_addr() call as the default model for a shared library
+ * has it. Eight bytes, which glibc's static TLS surplus holds even when
+ * the library is dlopen()ed.
+ */
+#define SELF_WORKER_TLS __thread __attribute__((tls_model("initial-exec")))
+extern SELF_WORKER_TLS struct pc_worker *self_worker;
 
 /* worker.c */
 int worker_start(struct pc_worker *w, const struct worker_cfg *cfg);
