@@ -194,11 +194,12 @@ void dp_deliver_overflow(struct pc_worker *w)
 /*
  * Keeps each application slot stocked with send buffers, up to its share
  * (half the pool split over the slots: the worker keeps the rest). One slot
- * a turn, in turn: reading a slot's count reads its consumer's cache line.
+ * every HOUSEKEEP_TURNS turns, in turn: reading a slot's count reads its
+ * consumer's cache line. Up to 64 buffers at a time: 8 a turn on average.
  */
 void dp_topup_txfree(struct pc_worker *w)
 {
-	void *objs[32];
+	void *objs[64];
 	unsigned int n, k, put, want, have;
 	struct chan *ch;
 

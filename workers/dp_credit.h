@@ -124,7 +124,7 @@ static inline bool grant_rides(struct conn *c, uint32_t space)
  * clock_gettime() is a system call where the clocksource is hpet, as in
  * the soft-RoCE VM), without a clock read per grant: while grants wait,
  * the clock as dp_grant_wait_check() last read it (at most
- * GRANT_WAIT_TURNS turns old); read afresh when none waited.
+ * HOUSEKEEP_TURNS turns old); read afresh when none waited.
  */
 static inline uint64_t grant_clock(struct pc_worker *w)
 {
@@ -170,11 +170,11 @@ static inline bool grant_due(struct pc_worker *w, struct conn *c)
  * A conn whose only business is a grant waiting for a message to carry it
  * leaves the dirty list for w->grant_wait, so that the turns it waits
  * cost nothing per turn: the worker looks at the clock once every
- * GRANT_WAIT_TURNS turns (dp_grant_wait_check()) and flushes the list
+ * HOUSEKEEP_TURNS turns (dp_grant_wait_check()) and flushes the list
  * once the earliest deadline has passed. A message sent on the conn
  * carries the grant in the meantime, and a message received marks it
  * dirty again, so a peer running low (grant_due()) gets its WRITE at once.
- * A deadline is seen at most GRANT_WAIT_TURNS turns late.
+ * A deadline is seen at most HOUSEKEEP_TURNS turns late.
  *
  * A buffer coming back (dp_msg_release()) puts its conn here directly
  * (grant_defer()), not on the dirty list: its grant is worked out at the
@@ -186,8 +186,6 @@ static inline bool grant_due(struct pc_worker *w, struct conn *c)
  * application that held its buffers and now lets them go), so its conn
  * goes on the dirty list and the grant at once.
  */
-#define GRANT_WAIT_TURNS 8u
-
 static inline void grant_wait_add(struct pc_worker *w, struct conn *c)
 {
 	/* not armed (no room to post when it was looked at): due at once */

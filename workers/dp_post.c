@@ -253,14 +253,11 @@ void dp_flush(struct pc_worker *w)
 	}
 }
 
-/* Every GRANT_WAIT_TURNS turns while grants wait: past the earliest deadline, flush them all. */
+/* Every HOUSEKEEP_TURNS turns while grants wait: past the earliest deadline, flush them all. */
 void dp_grant_wait_check(struct pc_worker *w)
 {
 	struct conn *c = w->grant_wait;
 
-	if (++w->grant_wait_turns < GRANT_WAIT_TURNS)
-		return;
-	w->grant_wait_turns = 0;
 	w->grant_clock = stats_ticks();
 	if (w->grant_clock < w->grant_wait_due)
 		return;

@@ -573,17 +573,27 @@ static unsigned int worker_turn(struct pc_worker *w, const struct pc_engine_para
 	work += k;
 	if (pc_unlikely(w->ovf_chans))
 		dp_deliver_overflow(w);
-	if (w->nchans)
-		dp_topup_txfree(w);
 
 	/* 3b. the application's pollers: what they post goes out in this turn's chains */
 	k = atomic_load_explicit(&w->pollers_hi, memory_order_relaxed);
 	if (k)
 		work += worker_run_pollers(w, k);
 
-	/* 4. one chain, one doorbell, per QP with work; grants past their deadline first */
-	if (pc_unlikely(w->grant_wait != NULL))
-		dp_grant_wait_check(w);
+	/*
+	 * 3c. every HOUSEKEEP_TURNS turns: the application slots' send buffers,
+	 * grants past their deadline (before the flush that sends them), and
+	 * connections added or closing (a receive on one not yet applied
+	 * applies it at once)
+	 */
+	if (!(w->turns & (HOUSEKEEP_TURNS - 1))) {
+		if (w->nchans)
+			dp_topup_txfree(w);
+		if (w->grant_wait)
+			dp_grant_wait_check(w);
+		work += worker_apply_ctl(w);
+	}
+
+	/* 4. one chain, one doorbell, per QP with work */
 	if (w->dirty) {
 		dp_flush(w);
 		work++;
@@ -595,9 +605,7 @@ static unsigned int worker_turn(struct pc_worker *w, const struct pc_engine_para
 	    atomic_load_explicit(&w->srq_limit, memory_order_relaxed))
 		dp_refill_srq(w, false);
 
-	/* 6. connections added or closing (a receive on one not yet applied applies it at once) */
-	if (!(w->turns & (HOUSEKEEP_TURNS - 1)))
-		work += worker_apply_ctl(w);
+	/* 6. connections closing */
 	if (w->draining)
 		drain_poll(w);
 	/* 7. probes for connections on which nothing arrived */
