@@ -289,7 +289,11 @@ END_TEST
 
 static void assert_near(uint64_t got, uint64_t want, double tol);
 
-/* The worker's tick clock, converted, agrees with CLOCK_MONOTONIC. */
+/*
+ * The worker's tick clock, converted, agrees with CLOCK_MONOTONIC; and a
+ * deadline put in ticks (stats_ns_ticks(): grants, keepalive, drains) is
+ * as long in nanoseconds.
+ */
 START_TEST(test_tick_clock)
 {
 	struct timespec ts = { 0, 50 * 1000 * 1000 }, a, b;
@@ -304,6 +308,9 @@ START_TEST(test_tick_clock)
 	ns = (uint64_t)(b.tv_sec - a.tv_sec) * 1000000000ull + (uint64_t)b.tv_nsec - (uint64_t)a.tv_nsec;
 	assert_near(stats_ticks_ns(t1 - t0), ns, 0.03);
 	assert_near(stats_ticks_ns(stats_publish_ticks), STATS_PUBLISH_NS, 0.03);
+	assert_near(stats_ticks_ns(stats_ns_ticks(1000000)), 1000000, 0.001);
+	assert_near(stats_ticks_ns(stats_ns_ticks(2000000000ull)), 2000000000ull, 0.001);
+	assert_near(stats_ns_ticks(ns), t1 - t0, 0.03);
 }
 END_TEST
 

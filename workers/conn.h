@@ -297,9 +297,9 @@ struct conn {
 	 */
 	struct pc_stats_conn *st;
 
-	/* drain */
-	uint64_t drain_deadline_ns;
-	uint64_t grace_start_ns;
+	/* drain (stats_ticks()) */
+	uint64_t drain_deadline;
+	uint64_t grace_end;	/* 0 until the grace period for LAST_WQE_REACHED starts */
 	bool was_up;
 	bool marker_done;
 	atomic_bool last_wqe;	/* set by the control thread on IBV_EVENT_QP_LAST_WQE_REACHED */
