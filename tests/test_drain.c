@@ -87,9 +87,6 @@ void conn_request_close(struct conn *c, struct ctl_inbox *control, int err, cons
 	(void)why;
 }
 
-/* stats.c's clock: ticks as nanoseconds (its default before calibration) */
-uint64_t stats_tick_mult = 1ull << 32;
-
 void ctl_post(struct ctl_inbox *in, struct conn *c, enum ctl_kind kind)
 {
 	(void)in;

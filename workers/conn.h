@@ -60,6 +60,21 @@ static inline uint64_t now_ns(void)
 }
 
 /*
+ * The same, to a tick of the kernel's (a few ms): for the worker's
+ * deadlines that close connections (keepalive, drains). The vDSO answers
+ * it from the kernel's last tick without reading the clocksource, so it is
+ * no system call even where the clocksource is hpet (the soft-RoCE VM),
+ * and it needs no calibration, unlike the TSC (stats_ticks()).
+ */
+static inline uint64_t coarse_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
  * Counters with one writer, sampled by other threads with relaxed loads:
  * the writer needs only stores that never tear. GCC emits a relaxed
  * atomic load and store as three instructions (load, add, store: it
@@ -297,9 +312,9 @@ struct conn {
 	 */
 	struct pc_stats_conn *st;
 
-	/* drain (stats_ticks()) */
-	uint64_t drain_deadline;
-	uint64_t grace_end;	/* 0 until the grace period for LAST_WQE_REACHED starts */
+	/* drain (coarse_ns()) */
+	uint64_t drain_deadline_ns;
+	uint64_t grace_end_ns;	/* 0 until the grace period for LAST_WQE_REACHED starts */
 	bool was_up;
 	bool marker_done;
 	atomic_bool last_wqe;	/* set by the control thread on IBV_EVENT_QP_LAST_WQE_REACHED */

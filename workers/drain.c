@@ -116,7 +116,7 @@ void drain_begin(struct pc_worker *w, struct conn *c)
 		sq_abandon(w, c);
 		c->marker_done = true;
 	}
-	c->drain_deadline = stats_ticks() + stats_ns_ticks(MARKER_TIMEOUT_NS);
+	c->drain_deadline_ns = coarse_ns() + MARKER_TIMEOUT_NS;
 	c->drain_next = w->draining;
 	w->draining = c;
 }
@@ -136,10 +136,10 @@ static bool drain_done(struct pc_worker *w, struct conn *c, uint64_t now)
 	const char *rule;
 
 	/* a raw peer's own receive queue flushes every buffer back first */
-	if (c->rq_posted && now < c->drain_deadline)
+	if (c->rq_posted && now < c->drain_deadline_ns)
 		return false;
 	if (!c->marker_done) {
-		if (now < c->drain_deadline)
+		if (now < c->drain_deadline_ns)
 			return false;
 		pc_warn("%s qp 0x%x: drain marker not flushed within %llu ms; abandoning %u WRs",
 			w->dev->name, c->qpn, MARKER_TIMEOUT_NS / 1000000, sq_inflight(&c->sq));
@@ -148,9 +148,9 @@ static bool drain_done(struct pc_worker *w, struct conn *c, uint64_t now)
 	} else if (atomic_load_explicit(&c->last_wqe, memory_order_acquire)) {
 		rule = "IBV_EVENT_QP_LAST_WQE_REACHED";
 	} else {
-		if (!c->grace_end)
-			c->grace_end = now + stats_ns_ticks(LAST_WQE_GRACE_NS);
-		if (now < c->grace_end)
+		if (!c->grace_end_ns)
+			c->grace_end_ns = now + LAST_WQE_GRACE_NS;
+		if (now < c->grace_end_ns)
 			return false;
 		rule = "flush marker + grace period (no LAST_WQE_REACHED from the provider)";
 	}
@@ -164,8 +164,8 @@ void drain_poll(struct pc_worker *w)
 {
 	const struct pc_engine_params *p = w->p;
 	struct conn **pp = &w->draining;
-	/* read every turn while a conn drains: stats_ticks(), no system call (dp_credit.h) */
-	uint64_t now = stats_ticks();
+	/* read every turn while a conn drains: coarse_ns(), no system call */
+	uint64_t now = coarse_ns();
 
 	while (*pp) {
 		struct conn *c = *pp;

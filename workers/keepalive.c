@@ -21,8 +21,8 @@
  * peer stuck in RNR, or a provider whose requester stopped for any other
  * reason) is reported, not left UP and silent.
  *
- * No cost on the data path: the clock (stats_ticks(), no system call on
- * x86) is read every 256 busy turns, every 64 idle ones (every one in
+ * No cost on the data path: the clock (coarse_ns(), no system call) is
+ * read every 256 busy turns, every 64 idle ones (every one in
  * hybrid idle, whose turns can sleep); the look walks the connection table
  * (RCU read side, the worker is an online reader) for this worker's
  * connections and compares counters it keeps anyway.
@@ -83,9 +83,9 @@ void ka_look(struct pc_worker *w)
 
 	if (w->p->keepalive_ms == PC_KEEPALIVE_OFF)
 		return;
-	now = stats_ticks();
-	if (now < w->ka_next)
+	now = coarse_ns();
+	if (now < w->ka_next_ns)
 		return;
-	w->ka_next = now + w->ka_half;
+	w->ka_next_ns = now + (uint64_t)w->p->keepalive_ms * 1000000 / 2;
 	ka_scan(w);
 }

@@ -79,15 +79,40 @@ static void seq_end(uint32_t *seq)
 uint64_t stats_tick_mult = 1ull << 32, stats_publish_ticks = STATS_PUBLISH_NS;
 static pthread_once_t clock_once = PTHREAD_ONCE_INIT;
 
+#if defined(__x86_64__) || defined(__i386__)
+/*
+ * One (CLOCK_MONOTONIC, TSC) pair: the TSC read between two clock reads,
+ * the closest of a few tries. A thread descheduled between the two reads
+ * of a pair (a vCPU under TCG can be, for milliseconds) would skew the
+ * ratio by as much, and with it every deadline in ticks.
+ */
+static void clock_pair(uint64_t *t, uint64_t *c)
+{
+	uint64_t best = UINT64_MAX, a, x, b;
+	int i;
+
+	for (i = 0; i < 8 && best > 20000; i++) {
+		a = clock_ns(CLOCK_MONOTONIC);
+		x = stats_ticks();
+		b = clock_ns(CLOCK_MONOTONIC);
+		if (b - a < best) {
+			best = b - a;
+			*t = a + (b - a) / 2;
+			*c = x;
+		}
+	}
+}
+#endif
+
 static void clock_calibrate(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
-	uint64_t t0 = clock_ns(CLOCK_MONOTONIC), c0 = stats_ticks(), t1, c1;
+	uint64_t t0, c0, t1, c1;
 
+	clock_pair(&t0, &c0);
 	do
-		t1 = clock_ns(CLOCK_MONOTONIC);
-	while (t1 - t0 < 2000000);
-	c1 = stats_ticks();
+		clock_pair(&t1, &c1);
+	while (t1 - t0 < 10000000);
 	if (c1 > c0 && t1 > t0) {
 		stats_tick_mult = (uint64_t)(((unsigned __int128)(t1 - t0) << 32) / (c1 - c0));
 		stats_publish_ticks = (uint64_t)(((unsigned __int128)STATS_PUBLISH_NS << 32) /

@@ -48,7 +48,7 @@ static inline uint64_t stats_ticks(void)
 /* Nanoseconds per tick, times 2^32; and STATS_PUBLISH_NS in ticks. Set by stats_clock_init(). */
 extern uint64_t stats_tick_mult, stats_publish_ticks;
 
-/* Measures the tick rate against CLOCK_MONOTONIC (about 2 ms, once per process). */
+/* Measures the tick rate against CLOCK_MONOTONIC (about 10 ms, once per process). */
 void stats_clock_init(void);
 
 static inline uint64_t stats_ticks_ns(uint64_t ticks)

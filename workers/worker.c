@@ -672,9 +672,8 @@ int worker_start(struct pc_worker *w, const struct worker_cfg *cfg)
 	w->efd = -1;
 	w->hybrid = w->p->idle == PC_IDLE_HYBRID;
 	w->grant_wait_due = UINT64_MAX;
-	/* the worker's deadlines count in stats_ticks(): stats_clock_init() ran (engine.c) */
+	/* grant deadlines count in stats_ticks(): stats_clock_init() ran (engine.c) */
 	w->grant_delay = stats_ns_ticks(GRANT_DELAY_NS);
-	w->ka_half = stats_ns_ticks((uint64_t)w->p->keepalive_ms * 1000000 / 2);
 	w->wr_ex = worker_wants_wr_ex(w);
 	w->st.pu = -1;
 	w->st.numa_node = -1;

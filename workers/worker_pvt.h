@@ -196,8 +196,7 @@ struct pc_worker {
 	uint32_t empty_turns;
 	uint32_t cq_unacked;
 	uint32_t ka_turns;	/* turns since the clock was last read for keepalive */
-	uint64_t ka_next;	/* next keepalive scan, in stats_ticks() */
-	uint64_t ka_half;	/* keepalive_ms / 2 in ticks */
+	uint64_t ka_next_ns;	/* next keepalive scan (coarse_ns()) */
 	uint32_t turns;		/* loop turns, for the work done every HOUSEKEEP_TURNS */
 	bool wr_ex;		/* post with ibv_wr_* (ibv_qp_ex) */
 	bool srq_rearm;		/* SRQ limit fired: re-arm it once refilled */
