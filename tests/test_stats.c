@@ -291,8 +291,8 @@ static void assert_near(uint64_t got, uint64_t want, double tol);
 
 /*
  * The worker's tick clock, converted, agrees with CLOCK_MONOTONIC; and a
- * deadline put in ticks (stats_ns_ticks(): grants, keepalive, drains) is
- * as long in nanoseconds.
+ * deadline put in ticks (stats_ns_ticks(): the grant deadline) is as
+ * long in nanoseconds.
  */
 START_TEST(test_tick_clock)
 {
