@@ -372,12 +372,26 @@ START_TEST(test_poll_errors_said_once)
 	ck_assert_uint_eq(poll_errors(srv, &hit) + poll_errors(cli, &hit), 0);
 
 	atomic_store(&poll_fail_left, FAILS);
+	/*
+	 * Wait for the final state asserted below, not for poll_fail_left: each
+	 * failure is counted in three steps on its worker, in this order, with
+	 * this thread free to look in between: the wrapper takes one from
+	 * poll_fail_left and then adds one to poll_failed (its return follows),
+	 * the worker then adds one to its poll_errors and logs (the sink adds to
+	 * poll_logged). poll_fail_left at 0 said only that the last failure had
+	 * begun: a look at poll_failed right then once saw 19,999. All three
+	 * counters only rise, so an overshoot still fails the equalities.
+	 */
 	end = pc_test_now_ms() + 60000;
-	while (atomic_load(&poll_fail_left) > 0 && pc_test_now_ms() < end)
+	for (;;) {
+		hit = 0;
+		errs = poll_errors(srv, &hit) + poll_errors(cli, &hit);
+		if ((atomic_load(&poll_failed) >= FAILS && errs >= FAILS &&
+		     atomic_load(&poll_logged) >= hit) || pc_test_now_ms() >= end)
+			break;
 		usleep(1000);
+	}
 	ck_assert_int_le(atomic_load(&poll_fail_left), 0);
-	hit = 0;
-	errs = poll_errors(srv, &hit) + poll_errors(cli, &hit);
 	printf("ibv_poll_cq failed %u times: poll_errors %llu over %u workers, logged %u times\n",
 	       atomic_load(&poll_failed), (unsigned long long)errs, hit, atomic_load(&poll_logged));
 	ck_assert_uint_eq(atomic_load(&poll_failed), FAILS);
