@@ -12,8 +12,15 @@
  *
  * A segment whose process is gone (killed), whose pid now belongs to
  * another process, or whose engine was destroyed is stale: it is reported
- * as such, never shown as live, and --clean removes it. Exit status: 0, 1
- * (no live segment for PID, or an error), 2 (usage).
+ * as such, never shown as live, and --clean removes it. One whose owner
+ * lives but is not PID here (a namesake from another PID namespace) is not
+ * shown either, and never removed. Exit status: 0, 1 (no live segment for
+ * PID, or an error), 2 (usage).
+ *
+ * What it shows comes from the library's private copies (pollcore/stats.h):
+ * the header as read and checked at open, whatever the file holds later,
+ * and each block as read when shown. A segment that shrinks while shown
+ * stops the tool (exit 1), naming it.
  */
 #include <pollcore/stats.h>
 
@@ -72,6 +79,8 @@ static const char *owner_str(enum pc_stats_owner o)
 	case PC_STATS_OWNER_LIVE: return "live";
 	case PC_STATS_OWNER_DEAD: return "stale: the process is gone";
 	case PC_STATS_OWNER_REUSED: return "stale: the pid belongs to another process now";
+	case PC_STATS_OWNER_ELSEWHERE:
+		return "live elsewhere: its owner is not this pid here (another PID namespace)";
 	default: return "stale: the engine was destroyed";
 	}
 }
@@ -83,8 +92,9 @@ struct seg {
 	struct pc_stats *s;
 	const struct pc_stats_hdr *h;
 	enum pc_stats_owner owner;
-	struct pc_stats_worker *cur, *prev;	/* nworkers each */
+	struct pc_stats_worker *cur, *prev;	/* nworkers each (of the header read at open) */
 	bool *have;				/* per worker: cur read, prev valid */
+	bool broken;				/* a read found the file truncated */
 };
 
 struct names {
@@ -182,21 +192,39 @@ static int report_stale(struct seg *g, int n, int pid)
 			live++;
 			continue;
 		}
-		fprintf(stderr, PROG ": /dev/shm/%s: %s (pid %d); not shown; remove it with "
-			"'" PROG " --clean %d'\n", g[i].name, owner_str(g[i].owner), pid, pid);
+		if (g[i].owner == PC_STATS_OWNER_ELSEWHERE)
+			fprintf(stderr, PROG ": /dev/shm/%s: %s (pid %d); not shown\n", g[i].name,
+				owner_str(g[i].owner), pid);
+		else
+			fprintf(stderr, PROG ": /dev/shm/%s: %s (pid %d); not shown; remove it with "
+				"'" PROG " --clean %d'\n", g[i].name, owner_str(g[i].owner), pid, pid);
 	}
 	return live;
 }
 
-/* Reads every worker of @g; rotates the previous reading into prev. */
+/* Says why a segment can no longer be read; 1, the exit status. */
+static int seg_broken(const struct seg *g)
+{
+	(void)g;
+	fprintf(stderr, PROG ": /dev/shm/%s; stopped\n", pc_last_error());
+	return 1;
+}
+
+/*
+ * Reads every worker of @g (as many as its header said at open; the
+ * arrays hold that many); rotates the previous reading into prev.
+ */
 static void seg_sample(struct seg *g)
 {
 	unsigned int k;
 
-	for (k = 0; k < g->h->nworkers; k++) {
+	for (k = 0; k < g->h->nworkers && !g->broken; k++) {
 		struct pc_stats_worker w;
+		int ret = pc_stats_read_worker(g->s, k, &w);
 
-		if (pc_stats_read_worker(g->s, k, &w))
+		if (ret == -EPROTO)
+			g->broken = true;
+		if (ret)
 			continue; /* keep the last good one */
 		if (g->have[k])
 			g->prev[k] = g->cur[k];
@@ -367,7 +395,7 @@ static const char *conn_state_str(uint32_t s)
 
 static void print_conns(struct seg *g)
 {
-	unsigned int slot, nslots = g->h->nworkers * g->h->conn_slots, shown = 0;
+	unsigned int slot, nslots = g->h->nworkers * g->h->conn_slots, shown = 0;	/* < 2^24 */
 	uint64_t now = mono_ns();
 
 	print_header_line(g);
@@ -378,8 +406,14 @@ static void print_conns(struct seg *g)
 	for (slot = 0; slot < nslots; slot++) {
 		struct pc_stats_conn c;
 		char peer[48];
+		int ret;
 
-		if (pc_stats_read_conn(g->s, slot, &c))
+		ret = pc_stats_read_conn(g->s, slot, &c);
+		if (ret == -EPROTO) {
+			g->broken = true;
+			return;
+		}
+		if (ret)
 			continue;
 		snprintf(peer, sizeof(peer), "%s%s%u", c.peer, c.raw ? " raw:" : ":", c.peer_port);
 		printf("%5u %6u %#8x %-8s %-28s %9" PRIu64 " %9" PRIu64 " %11" PRIu64 " %11" PRIu64
@@ -402,8 +436,11 @@ static int run_table(struct seg *g, int n, int pid, double interval, long count,
 	long frame;
 	int i;
 
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		seg_sample(&g[i]);
+		if (g[i].broken)
+			return seg_broken(&g[i]);
+	}
 	for (frame = 0; !stop && (count <= 0 || frame < count); frame++) {
 		/* the worker table needs two readings: the first frame comes one interval later */
 		if (!conns || frame)
@@ -422,10 +459,14 @@ static int run_table(struct seg *g, int n, int pid, double interval, long count,
 				return 1;
 			}
 			seg_sample(&g[i]);
+			if (g[i].broken)
+				return seg_broken(&g[i]);
 			if (conns)
 				print_conns(&g[i]);
 			else
 				print_workers(&g[i]);
+			if (g[i].broken)
+				return seg_broken(&g[i]);
 		}
 		fflush(stdout);
 	}
@@ -477,8 +518,13 @@ static void json_conns(struct seg *g, uint64_t now)
 	printf("\"conns\": [");
 	for (slot = 0; slot < nslots; slot++) {
 		struct pc_stats_conn c;
+		int ret = pc_stats_read_conn(g->s, slot, &c);
 
-		if (pc_stats_read_conn(g->s, slot, &c))
+		if (ret == -EPROTO) {
+			g->broken = true;
+			break;
+		}
+		if (ret)
 			continue;
 		printf("%s{\"slot\": %u, \"worker\": %u, \"qp_num\": %u, \"state\": \"%s\", \"peer\": ",
 		       sep, slot, c.worker, c.qp_num, conn_state_str(c.state));
@@ -508,7 +554,9 @@ static void json_seg_head(const struct seg *g)
 	printf(", \"devices\": ");
 	cli_json_str(g->h->devices);
 	printf(", \"state\": \"%s\", \"reason\": ",
-	       g->owner == PC_STATS_OWNER_LIVE ? "live" : "stale");
+	       g->owner == PC_STATS_OWNER_LIVE	    ? "live"
+	       : g->owner == PC_STATS_OWNER_ELSEWHERE ? "elsewhere"
+						    : "stale");
 	cli_json_str(owner_str(g->owner));
 	printf(", \"start_time\": %" PRIu64 ", \"created_ns\": %" PRIu64
 	       ", \"nworkers\": %u, \"conn_slots\": %u",
@@ -532,6 +580,10 @@ static int run_json(struct seg *g, int n, int pid)
 		}
 		live++;
 		seg_sample(&g[i]);
+		if (g[i].broken) {
+			printf("}]}\n");
+			return seg_broken(&g[i]);
+		}
 		printf(", \"workers\": [");
 		for (k = 0; k < g[i].h->nworkers; k++) {
 			printf("%s", k ? ", " : "");
@@ -540,6 +592,10 @@ static int run_json(struct seg *g, int n, int pid)
 		printf("], ");
 		json_conns(&g[i], now);
 		printf("}");
+		if (g[i].broken) {
+			printf("]}\n");
+			return seg_broken(&g[i]);
+		}
 	}
 	printf("]}\n");
 	return live ? 0 : 1;
@@ -633,6 +689,11 @@ static int run_clean(int pid)
 			printf("removed /dev/shm/%s (stale)\n", ns.name[i]);
 		else if (ret == -EBUSY)
 			printf("kept /dev/shm/%s: its process runs\n", ns.name[i]);
+		else if (ret == -EPROTO)
+			printf("kept /dev/shm/%s: not a pollcore stats segment of this version\n",
+			       ns.name[i]);
+		else if (ret == -EAGAIN)
+			printf("kept /dev/shm/%s: not complete (being created)\n", ns.name[i]);
 		else if (ret != -ENOENT) {
 			fprintf(stderr, PROG ": /dev/shm/%s: %s\n", ns.name[i], strerror(-ret));
 			status = 1;

@@ -13,18 +13,30 @@
  * A reader that loads a new data word synchronizes with its release
  * store, so it then sees the odd seq that preceded it and retries. On x86
  * every one of these is a plain move; the writer does it every 10 ms.
+ *
+ * Readers never map a segment: its owner may be anyone, and may change or
+ * truncate it at any time (a mapping would SIGBUS). They pread() from a
+ * descriptor into private memory: the header once, at open, checked by
+ * stats_hdr_parse() (every count and offset, against the file's size) and
+ * kept; each block or slot on demand, as three reads (seq, data, seq)
+ * separated by acquire fences, which order the kernel's copies as the
+ * acquire loads above would. A short read is -EPROTO: the file shrank.
  */
 #include "stats_pvt.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -51,16 +63,21 @@ static void store_words(void *dst, const void *src, size_t bytes)
 		__atomic_store_n(&d[i], s[i], __ATOMIC_RELEASE);
 }
 
-static void load_words(void *dst, const void *src, size_t bytes)
-{
-	uint64_t *d = dst;
-	const uint64_t *s = src;
-	size_t i;
-
-	for (i = 0; i < bytes / 8; i++)
-		/* acquire: pairs with store_words(); the seq re-read cannot move above it */
-		d[i] = __atomic_load_n(&s[i], __ATOMIC_ACQUIRE);
-}
+/*
+ * Between a reader's pread()s: the kernel's loads of one come before the
+ * loads of the next, as acquire loads would order them. ThreadSanitizer
+ * sees no load the kernel makes (and warns of fences): nothing to order.
+ */
+#if defined(__SANITIZE_THREAD__)
+#define read_fence() do { } while (0)
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define read_fence() do { } while (0)
+#endif
+#endif
+#ifndef read_fence
+#define read_fence() __atomic_thread_fence(__ATOMIC_ACQUIRE)
+#endif
 
 /* Data words written after it are release stores (store_words()): they order it. */
 static void seq_begin(uint32_t *seq)
@@ -187,9 +204,38 @@ static void segs_at_exit(void)
 	pthread_mutex_unlock(&segs_lock);
 }
 
+/*
+ * fork(): the child shares the descriptors' open files, and with them the
+ * lock that says the owner lives. It closes its copies, so the lock goes
+ * when the owner ends, whatever its children do. (Its mapping holds
+ * another open file of the segment, without the lock: see stats_seg_create().)
+ */
+static void segs_prefork(void)
+{
+	pthread_mutex_lock(&segs_lock);
+}
+
+static void segs_postfork_parent(void)
+{
+	pthread_mutex_unlock(&segs_lock);
+}
+
+static void segs_postfork_child(void)
+{
+	struct stats_seg *s;
+
+	for (s = segs; s; s = s->next)
+		if (s->fd >= 0) {
+			close(s->fd);
+			s->fd = -1;
+		}
+	pthread_mutex_unlock(&segs_lock);
+}
+
 static void segs_register(void)
 {
 	atexit(segs_at_exit);
+	pthread_atfork(segs_prefork, segs_postfork_parent, segs_postfork_child);
 }
 
 static void segs_add(struct stats_seg *seg)
@@ -216,12 +262,12 @@ static void segs_del(struct stats_seg *seg)
 
 /* --- creating and removing ------------------------------------------------------------- */
 
-static size_t align_up(size_t x, size_t a)
+static uint64_t align_up(uint64_t x, uint64_t a)
 {
 	return (x + a - 1) / a * a;
 }
 
-/* The pid that a segment's name carries (pollcore.<pid>[.<n>]); 0 if it is not one. */
+/* The pid that a segment's name carries (pollcore.<pid>[.<n>], n >= 2); 0 if it is not one. */
 static int name_pid(const char *name, unsigned int *engine)
 {
 	const char *p = name + sizeof(PC_STATS_PREFIX) - 1;
@@ -237,7 +283,7 @@ static int name_pid(const char *name, unsigned int *engine)
 			return 0;
 		n = strtoul(p, &end, 10);
 	}
-	if (*end || pid > INT32_MAX || n > 1000)
+	if (*end || pid > INT32_MAX || n > INT32_MAX)
 		return 0;
 	if (engine)
 		*engine = (unsigned int)n;
@@ -263,15 +309,17 @@ static bool pid_runs(int pid, const uint64_t *start, bool *reused)
 	return st != 'Z' && st != 'X';
 }
 
-/*
- * @name exists: whether it is stale, i.e. may be taken over. Ours (an
- * engine of this process) or being created is not.
- */
-static bool name_stale(const char *name)
+int stats_layout(uint32_t nworkers, uint32_t conn_slots, uint64_t *worker_off, uint64_t *conn_off,
+		 uint64_t *size)
 {
-	int ret = pc_stats_clean(name);
+	uint64_t slots = (uint64_t)nworkers * conn_slots;
 
-	return ret == 0 || ret == -ENOENT;
+	if (nworkers > STATS_MAX_WORKERS || slots > STATS_MAX_SLOTS)
+		return -E2BIG;
+	*worker_off = PAGE;
+	*conn_off = PAGE + (uint64_t)nworkers * sizeof(struct pc_stats_worker);
+	*size = align_up(*conn_off + slots * sizeof(struct pc_stats_conn), PAGE);
+	return 0;
 }
 
 static void fill_comm(char *comm, size_t len)
@@ -286,52 +334,162 @@ static void fill_comm(char *comm, size_t len)
 	}
 }
 
-int stats_seg_create(struct stats_seg *seg, unsigned int nworkers, unsigned int conn_slots,
-		     const char *devices)
-{
-	size_t woff = PAGE, coff = woff + (size_t)nworkers * sizeof(struct pc_stats_worker);
-	size_t size = align_up(coff + (size_t)nworkers * conn_slots * sizeof(struct pc_stats_conn),
-			       PAGE);
-	struct pc_stats_hdr *h;
-	unsigned int n;
-	int fd = -1, tries = 0;
-	void *base;
+static int hdr_read(int fd, struct pc_stats_hdr *out, const char *name);
+static int clean_fd(int fd, const char *name, bool foreign_ok);
 
-	memset(seg, 0, sizeof(*seg));
+/* Opens an existing @name without following a link or blocking on a FIFO. */
+static int open_existing(const char *name)
+{
+	return shm_open(name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0);
+}
+
+enum name_use {
+	NAME_FREED,	/* gone, or a stale segment of ours, removed: try it again */
+	NAME_OURS,	/* another engine of this process has it: the next <n> */
+	NAME_OTHER,	/* anything else: left alone; a name nobody can guess */
+};
+
+/* @name exists (O_EXCL said so): what it is. */
+static enum name_use name_use(const char *name)
+{
+	static struct pc_stats_hdr h;	/* under create_lock */
+	uint64_t start = 0;
+	int fd = open_existing(name), ret;
+
+	if (fd < 0)
+		return errno == ENOENT ? NAME_FREED : NAME_OTHER;
+	/* ours only (never another user's), and only with no owner alive anywhere */
+	ret = clean_fd(fd, name, false);
+	if (ret == -EBUSY && !hdr_read(fd, &h, name) && h.pid == getpid() &&
+	    !stats_proc_start(getpid(), &start, NULL) && h.start_time == start) {
+		close(fd);
+		return NAME_OURS;
+	}
+	close(fd);
+	return ret == 0 || ret == -ENOENT ? NAME_FREED : NAME_OTHER;
+}
+
+/* O_EXCL: a new file or -EEXIST; locked before anyone can see anything in it. */
+static int create_name(const char *name)
+{
+	/* 0600: the counters are the owner's; umask can only take bits away */
+	int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+
+	if (fd < 0)
+		return -errno;
+	/* a reader testing the lock holds LOCK_SH for a moment: wait that out */
+	while (flock(fd, LOCK_EX)) {
+		int err = -errno;
+
+		if (err == -EINTR)
+			continue;
+		close(fd);
+		shm_unlink(name);
+		return err;
+	}
+	return fd;
+}
+
+/* Above the names of engine ordinals, unpredictable: no other user can take it first. */
+static unsigned int random_suffix(void)
+{
+	uint32_t r;
+
+	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != sizeof(r))
+		r = (uint32_t)clock_ns(CLOCK_MONOTONIC) ^ ((uint32_t)getpid() << 16);
+	return 1001 + r % (INT32_MAX - 1001);
+}
+
+static pthread_mutex_t create_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* A name for the segment, created (@fd) and locked; @engine: its ordinal. */
+static int seg_name(struct stats_seg *seg, unsigned int *engine)
+{
+	unsigned int n, taken = 0, tries = 0;
+	int fd = -EEXIST;
+
 	for (n = 1; n <= 1000; n++) {
 		if (n == 1)
 			snprintf(seg->name, sizeof(seg->name), PC_STATS_PREFIX "%d", getpid());
 		else
 			snprintf(seg->name, sizeof(seg->name), PC_STATS_PREFIX "%d.%u", getpid(), n);
-		/* 0600: the counters are the owner's; umask can only take bits away */
-		fd = shm_open(seg->name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-		if (fd >= 0)
+		fd = create_name(seg->name);
+		if (fd != -EEXIST)
 			break;
-		if (errno != EEXIST)
-			return pc_set_error(-errno, "stats segment /dev/shm/%s: %s", seg->name,
-					    strerror(errno));
-		/* a dead process with our pid left it: take it over (cleaned), once */
-		if (name_stale(seg->name) && tries++ < 3)
-			n--;
+		switch (name_use(seg->name)) {
+		case NAME_FREED:
+			if (tries++ < 3)
+				n--;
+			continue;
+		case NAME_OURS:
+			continue;
+		case NAME_OTHER:
+			break;
+		}
+		/* someone else's: say so, and take a name no one can have taken first */
+		pc_warn("stats segment: /dev/shm/%s is not this process's (another user's file, a live "
+			"namesake in another PID namespace, or not a segment): left alone", seg->name);
+		for (taken = 0; taken < 16; taken++) {
+			snprintf(seg->name, sizeof(seg->name), PC_STATS_PREFIX "%d.%u", getpid(),
+				 random_suffix());
+			fd = create_name(seg->name);
+			if (fd != -EEXIST)
+				break;
+		}
+		if (fd >= 0)
+			pc_warn("stats segment: using /dev/shm/%s instead", seg->name);
+		break;
 	}
-	if (fd < 0)
+	*engine = n;
+	if (fd == -EEXIST)
 		return pc_set_error(-EEXIST, "stats segment: no free name for pid %d", getpid());
-	if (fchmod(fd, 0600) || ftruncate(fd, (off_t)size)) {
-		int err = -errno;
+	if (fd < 0)
+		return pc_set_error(fd, "stats segment /dev/shm/%s: %s", seg->name, strerror(-fd));
+	return fd;
+}
 
-		close(fd);
-		shm_unlink(seg->name);
-		return pc_set_error(err, "stats segment /dev/shm/%s: %s", seg->name,
-				    strerror(-err));
+int stats_seg_create(struct stats_seg *seg, unsigned int nworkers, unsigned int conn_slots,
+		     const char *devices)
+{
+	uint64_t woff, coff, size;
+	struct pc_stats_hdr *h;
+	struct stat a, b;
+	unsigned int n;
+	int fd, mfd, ret;
+	void *base;
+
+	memset(seg, 0, sizeof(*seg));
+	seg->fd = -1;
+	ret = stats_layout(nworkers, conn_slots, &woff, &coff, &size);
+	if (ret)
+		return pc_set_error(ret, "stats segment: %u workers of %u connection slots: more than %u slots",
+				    nworkers, conn_slots, STATS_MAX_SLOTS);
+	pthread_mutex_lock(&create_lock);
+	fd = seg_name(seg, &n);
+	pthread_mutex_unlock(&create_lock);
+	if (fd < 0)
+		return fd;
+	/*
+	 * The mapping gets an open file of its own: a mapping keeps its file
+	 * open, and a forked child keeps the mapping; the lock must not stay
+	 * with it (segs_postfork_child() closes the child's @fd).
+	 */
+	mfd = -1;
+	if (fchmod(fd, 0600) || ftruncate(fd, (off_t)size) ||
+	    (mfd = shm_open(seg->name, O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0)) < 0 || fstat(fd, &a) ||
+	    fstat(mfd, &b) || (a.st_ino != b.st_ino && (errno = EEXIST))) {
+		ret = -errno;
+		goto fail;
 	}
-	base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
+	base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+	close(mfd);
 	if (base == MAP_FAILED) {
-		int err = -errno;
-
+		ret = -errno;
+		mfd = -1;
 		shm_unlink(seg->name);
-		return pc_set_error(err, "stats segment /dev/shm/%s: mmap of %zu bytes: %s",
-				    seg->name, size, strerror(-err));
+		close(fd);
+		return pc_set_error(ret, "stats segment /dev/shm/%s: mmap of %llu bytes: %s",
+				    seg->name, (unsigned long long)size, strerror(-ret));
 	}
 	h = base;
 	h->version = PC_STATS_VERSION;
@@ -355,8 +513,16 @@ int stats_seg_create(struct stats_seg *seg, unsigned int nworkers, unsigned int 
 	__atomic_store_n(&h->magic, PC_STATS_MAGIC, __ATOMIC_RELEASE);
 	seg->base = base;
 	seg->size = size;
+	seg->fd = fd;
 	segs_add(seg);
 	return 0;
+
+fail:
+	if (mfd >= 0)
+		close(mfd);
+	shm_unlink(seg->name);
+	close(fd);
+	return pc_set_error(ret, "stats segment /dev/shm/%s: %s", seg->name, strerror(-ret));
 }
 
 void stats_seg_destroy(struct stats_seg *seg)
@@ -371,6 +537,10 @@ void stats_seg_destroy(struct stats_seg *seg)
 	shm_unlink(seg->name);
 	munmap(seg->base, seg->size);
 	seg->base = NULL;
+	/* the lock goes last: until then, no one else takes the name over */
+	if (seg->fd >= 0)
+		close(seg->fd);
+	seg->fd = -1;
 }
 
 /* --- a worker's side --------------------------------------------------------------------- */
@@ -461,23 +631,24 @@ void wstats_slot_close(struct wstats *ws, struct pc_stats_conn *slot)
 /* --- readers ----------------------------------------------------------------------------- */
 
 struct pc_stats {
-	const struct pc_stats_hdr *h;
-	size_t size;
+	int fd;				/* read with pread(), never mapped */
+	struct pc_stats_hdr h;		/* checked, at open; never read again */
 	char name[64];
 };
+
+uint64_t stats_read_wait_ns = 10ull * 1000 * 1000;
 
 uint64_t pc_stats_hist_percentile(const struct pc_stats_hist *h, double p)
 {
 	uint64_t rank, seen = 0, low, width, v;
 	unsigned int b;
+	double r;
 
 	if (!h->count)
 		return 0;
-	rank = (uint64_t)(p * (double)h->count + 0.999999);
-	if (rank < 1)
-		rank = 1;
-	if (rank > h->count)
-		rank = h->count;
+	/* in doubles first: p * count may round above UINT64_MAX (a reader's data is anyone's) */
+	r = p * (double)h->count + 0.999999;
+	rank = !(r >= 1) ? 1 : r >= (double)h->count ? h->count : (uint64_t)r;
 	for (b = 0; b < PC_STATS_HIST_BUCKETS; b++) {
 		seen += h->bucket[b];
 		if (seen >= rank)
@@ -490,92 +661,174 @@ uint64_t pc_stats_hist_percentile(const struct pc_stats_hist *h, double p)
 	return v > h->max_ns ? h->max_ns : v;
 }
 
-static int header_check(const struct pc_stats_hdr *h, size_t file_size, const char *name)
+int stats_hdr_parse(const void *buf, size_t len, uint64_t file_size, struct pc_stats_hdr *out,
+		    const char *name)
 {
-	uint64_t need;
+	uint64_t woff, coff, size;
 
-	if (h->version != PC_STATS_VERSION || h->hdr_size != sizeof(*h) ||
-	    h->worker_size != sizeof(struct pc_stats_worker) ||
-	    h->conn_size != sizeof(struct pc_stats_conn))
+	if (len < sizeof(*out)) {
+		if (!len && !file_size)
+			return -EAGAIN; /* created, not sized yet */
+		return pc_set_errorl(PC_LOG_DEBUG, -EPROTO, "%s: %zu bytes, shorter than a header",
+				     name, len);
+	}
+	memcpy(out, buf, sizeof(*out));
+	if (out->magic == 0)
+		return -EAGAIN;
+	if (out->magic != PC_STATS_MAGIC)
+		return pc_set_errorl(PC_LOG_DEBUG, -EPROTO, "%s: not a pollcore stats segment", name);
+	if (out->version != PC_STATS_VERSION || out->hdr_size != sizeof(*out) ||
+	    out->worker_size != sizeof(struct pc_stats_worker) ||
+	    out->conn_size != sizeof(struct pc_stats_conn))
 		return pc_set_errorl(PC_LOG_DEBUG, -EPROTO,
 				     "%s: layout version %u (sizes %u/%u/%u), this reader knows %u (%zu/%zu/%zu)",
-				     name, h->version, h->hdr_size, h->worker_size, h->conn_size,
-				     PC_STATS_VERSION, sizeof(*h), sizeof(struct pc_stats_worker),
+				     name, out->version, out->hdr_size, out->worker_size, out->conn_size,
+				     PC_STATS_VERSION, sizeof(*out), sizeof(struct pc_stats_worker),
 				     sizeof(struct pc_stats_conn));
-	need = h->conn_off + (uint64_t)h->nworkers * h->conn_slots * sizeof(struct pc_stats_conn);
-	if (h->size > file_size || h->worker_off < sizeof(*h) ||
-	    h->worker_off + (uint64_t)h->nworkers * sizeof(struct pc_stats_worker) > h->conn_off ||
-	    need > h->size || h->nworkers > 4096)
-		return pc_set_errorl(PC_LOG_DEBUG, -EPROTO, "%s: inconsistent header (size %llu, file %zu)",
-				     name, (unsigned long long)h->size, file_size);
+	if (stats_layout(out->nworkers, out->conn_slots, &woff, &coff, &size))
+		return pc_set_errorl(PC_LOG_DEBUG, -EPROTO,
+				     "%s: impossible counts (%u workers, %u slots each)", name,
+				     out->nworkers, out->conn_slots);
+	/* only the layout the creator makes: no offset to wrap, overlap or point anywhere else */
+	if (out->worker_off != woff || out->conn_off != coff || out->size != size)
+		return pc_set_errorl(PC_LOG_DEBUG, -EPROTO,
+				     "%s: inconsistent header (offsets %llu/%llu, size %llu; %u workers of %u slots take %llu/%llu, %llu)",
+				     name, (unsigned long long)out->worker_off,
+				     (unsigned long long)out->conn_off, (unsigned long long)out->size,
+				     out->nworkers, out->conn_slots, (unsigned long long)woff,
+				     (unsigned long long)coff, (unsigned long long)size);
+	if (size > file_size)
+		return pc_set_errorl(PC_LOG_DEBUG, -EPROTO, "%s: %llu bytes, its header says %llu",
+				     name, (unsigned long long)file_size, (unsigned long long)size);
+	if (out->pid <= 0)
+		return pc_set_errorl(PC_LOG_DEBUG, -EPROTO, "%s: no owner (pid %d)", name, out->pid);
+	out->comm[sizeof(out->comm) - 1] = '\0';
+	out->devices[sizeof(out->devices) - 1] = '\0';
 	return 0;
+}
+
+/* @len bytes at @off, all of them: 0, -EPROTO (the file is shorter now), or -errno. */
+static int pread_full(int fd, void *buf, size_t len, uint64_t off)
+{
+	size_t done = 0;
+	ssize_t n;
+
+	while (done < len) {
+		n = pread(fd, (char *)buf + done, len - done, (off_t)(off + done));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EPROTO;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+/* The header of the open segment @fd, into @out, checked (stats_hdr_parse()). */
+static int hdr_read(int fd, struct pc_stats_hdr *out, const char *name)
+{
+	struct pc_stats_hdr buf;	/* a page, on the stack */
+	uint64_t magic;
+	struct stat sb;
+	ssize_t n;
+	size_t len = 0;
+
+	if (fstat(fd, &sb))
+		return -errno;
+	if (!S_ISREG(sb.st_mode))
+		return pc_set_errorl(PC_LOG_DEBUG, -EPROTO, "%s: not a regular file", name);
+	/* magic first, alone: it is stored last, and a copy of the whole may be of any order */
+	if (pread_full(fd, &magic, sizeof(magic), 0) == 0) {
+		if (magic == 0)
+			return -EAGAIN;
+		read_fence();
+	}
+	do {
+		n = pread(fd, (char *)&buf + len, sizeof(buf) - len, (off_t)len);
+		if (n > 0)
+			len += (size_t)n;
+	} while ((n > 0 && len < sizeof(buf)) || (n < 0 && errno == EINTR));
+	if (n < 0)
+		return -errno;
+	return stats_hdr_parse(&buf, len, (uint64_t)sb.st_size, out, name);
+}
+
+struct pc_stats *stats_open_fd(int fd, const char *name)
+{
+	struct pc_stats *s = calloc(1, sizeof(*s));
+	int ret = s ? hdr_read(fd, &s->h, name) : -ENOMEM;
+
+	if (ret) {
+		close(fd);
+		free(s);
+		errno = -ret;
+		return NULL;
+	}
+	s->fd = fd;
+	snprintf(s->name, sizeof(s->name), "%s", name);
+	return s;
 }
 
 struct pc_stats *pc_stats_open(const char *name)
 {
-	struct stat sb = { 0 };
-	struct pc_stats *s;
-	uint64_t magic;
-	void *base;
-	int fd, ret;
+	int fd;
 
-	if (strchr(name, '/')) {
+	if (!*name || strchr(name, '/')) {
 		errno = EINVAL;
 		return NULL;
 	}
-	fd = shm_open(name, O_RDONLY | O_CLOEXEC, 0);
-	if (fd < 0)
-		return NULL;
-	ret = fstat(fd, &sb) ? errno : 0;
-	if (ret || (size_t)sb.st_size < sizeof(struct pc_stats_hdr)) {
-		close(fd);
-		/* too short: being created (ftruncate comes first), or not ours */
-		errno = sb.st_size == 0 ? EAGAIN : ret ? ret : EPROTO;
+	fd = open_existing(name);
+	if (fd < 0) {
+		if (errno == ELOOP) {
+			pc_set_errorl(PC_LOG_DEBUG, -EPROTO, "%s: a symbolic link, not a segment", name);
+			errno = EPROTO;
+		}
 		return NULL;
 	}
-	base = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_SHARED, fd, 0);
-	close(fd);
-	if (base == MAP_FAILED)
-		return NULL;
-	/* acquire: pairs with the release in stats_seg_create() */
-	magic = __atomic_load_n(&((const struct pc_stats_hdr *)base)->magic, __ATOMIC_ACQUIRE);
-	ret = magic == PC_STATS_MAGIC ? header_check(base, (size_t)sb.st_size, name)
-	      : magic == 0	      ? -EAGAIN
-				      : pc_set_errorl(PC_LOG_DEBUG, -EPROTO, "%s: not a pollcore stats segment", name);
-	s = ret ? NULL : calloc(1, sizeof(*s));
-	if (!s) {
-		munmap(base, (size_t)sb.st_size);
-		errno = ret ? -ret : ENOMEM;
-		return NULL;
-	}
-	s->h = base;
-	s->size = (size_t)sb.st_size;
-	snprintf(s->name, sizeof(s->name), "%s", name);
-	return s;
+	return stats_open_fd(fd, name);
 }
 
 void pc_stats_close(struct pc_stats *s)
 {
 	if (!s)
 		return;
-	munmap((void *)s->h, s->size);
+	close(s->fd);
 	free(s);
 }
 
 const struct pc_stats_hdr *pc_stats_header(const struct pc_stats *s)
 {
-	return s->h;
+	return &s->h;
+}
+
+/* Whether a process holds the segment's lock (its owner, alive; in any PID namespace). */
+static bool lock_held(int fd)
+{
+	if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
+		flock(fd, LOCK_UN);
+		return false;
+	}
+	/* EWOULDBLOCK; or we cannot tell, and then it must not look stale */
+	return true;
 }
 
 enum pc_stats_owner pc_stats_owner(const struct pc_stats *s)
 {
+	uint32_t state;
 	bool reused;
 
-	/* acquire: pairs with the release in stats_seg_destroy() and at exit */
-	if (__atomic_load_n(&s->h->state, __ATOMIC_ACQUIRE) != PC_STATS_STATE_LIVE)
+	if (pread_full(s->fd, &state, sizeof(state), offsetof(struct pc_stats_hdr, state)) ||
+	    state != PC_STATS_STATE_LIVE)
 		return PC_STATS_OWNER_CLOSED;
-	if (pid_runs(s->h->pid, s->h->start_time ? &s->h->start_time : NULL, &reused))
+	/* acquire: pairs with the release in stats_seg_destroy() and at exit */
+	read_fence();
+	if (pid_runs(s->h.pid, s->h.start_time ? &s->h.start_time : NULL, &reused))
 		return PC_STATS_OWNER_LIVE;
+	/* not the pid here, and yet held: a namesake from another PID namespace */
+	if (lock_held(s->fd))
+		return PC_STATS_OWNER_ELSEWHERE;
 	return reused ? PC_STATS_OWNER_REUSED : PC_STATS_OWNER_DEAD;
 }
 
@@ -591,24 +844,33 @@ static bool reader_backoff(unsigned int *spins, uint64_t deadline)
 }
 
 /*
- * A consistent copy of @len bytes at @src, guarded by the seqcount at its
- * start; 0, or -EAGAIN when the writer stayed in its section for 10 ms.
+ * A consistent copy of the @len bytes at @off, guarded by the seqcount at
+ * their start; 0, -EAGAIN when the writer stayed in its section for
+ * stats_read_wait_ns, -EPROTO when the file no longer holds them.
  */
-static int seq_read(const void *src, void *out, size_t len)
+static int seq_pread(int fd, uint64_t off, void *out, size_t len)
 {
-	const uint32_t *seq = src;
-	uint64_t deadline = clock_ns(CLOCK_MONOTONIC) + 10ull * 1000 * 1000;
+	uint64_t deadline = clock_ns(CLOCK_MONOTONIC) + stats_read_wait_ns;
 	unsigned int spins = 0;
 	uint32_t s0, s1;
+	int ret;
 
 	do {
-		/* acquire: pairs with the release in seq_end() */
-		s0 = __atomic_load_n(seq, __ATOMIC_ACQUIRE);
+		ret = pread_full(fd, &s0, sizeof(s0), off);
+		if (ret)
+			return ret;
+		/* the data is read after the seq (as after an acquire load) */
+		read_fence();
 		if (s0 & 1)
 			continue;
-		/* the copy is of acquire loads: seq cannot be read again before it */
-		load_words(out, src, len);
-		s1 = __atomic_load_n(seq, __ATOMIC_RELAXED);
+		ret = pread_full(fd, out, len, off);
+		if (ret)
+			return ret;
+		/* and the seq again after the data */
+		read_fence();
+		ret = pread_full(fd, &s1, sizeof(s1), off);
+		if (ret)
+			return ret;
 		if (s0 == s1) {
 			*(uint32_t *)out = s0;
 			return 0;
@@ -617,23 +879,38 @@ static int seq_read(const void *src, void *out, size_t len)
 	return -EAGAIN;
 }
 
+static int short_file(const struct pc_stats *s)
+{
+	return pc_set_errorl(PC_LOG_DEBUG, -EPROTO,
+			     "%s: shorter than its header says (truncated while read)", s->name);
+}
+
 int pc_stats_read_worker(const struct pc_stats *s, unsigned int idx, struct pc_stats_worker *out)
 {
-	if (idx >= s->h->nworkers)
+	int ret;
+
+	if (idx >= s->h.nworkers)
 		return -EINVAL;
-	return seq_read((const struct pc_stats_worker *)((const char *)s->h + s->h->worker_off) + idx,
-			out, sizeof(*out));
+	ret = seq_pread(s->fd, s->h.worker_off + (uint64_t)idx * sizeof(*out), out, sizeof(*out));
+	if (ret == -EPROTO)
+		return short_file(s);
+	out->st.name[sizeof(out->st.name) - 1] = '\0';
+	return ret;
 }
 
 int pc_stats_read_conn(const struct pc_stats *s, unsigned int slot, struct pc_stats_conn *out)
 {
 	int ret;
 
-	if (slot >= s->h->nworkers * s->h->conn_slots)
+	if ((uint64_t)slot >= (uint64_t)s->h.nworkers * s->h.conn_slots)
 		return -EINVAL;
-	ret = seq_read((const struct pc_stats_conn *)((const char *)s->h + s->h->conn_off) + slot, out,
-		       sizeof(*out));
-	return ret ? ret : out->state == PC_STATS_CONN_FREE ? -ENOENT : 0;
+	ret = seq_pread(s->fd, s->h.conn_off + (uint64_t)slot * sizeof(*out), out, sizeof(*out));
+	if (ret == -EPROTO)
+		return short_file(s);
+	if (ret)
+		return ret;
+	out->peer[sizeof(out->peer) - 1] = '\0';
+	return out->state == PC_STATS_CONN_FREE ? -ENOENT : 0;
 }
 
 int pc_stats_for_each(int pid, void (*fn)(const char *name, int pid, void *arg), void *arg)
@@ -655,26 +932,64 @@ int pc_stats_for_each(int pid, void (*fn)(const char *name, int pid, void *arg),
 	return n;
 }
 
+/*
+ * @fd is open on @name: removes @name if it is a stale segment. Never one
+ * whose lock a process holds (its owner lives, in this PID namespace or
+ * another), whose pid here is its owner, that is not a complete segment
+ * of this layout, or, unless @foreign_ok, that is another user's. The
+ * remover holds the lock while it unlinks, and unlinks only the file it
+ * checked: two that clean at once, or one that cleans while an engine
+ * takes the name over, cannot remove a live segment.
+ */
+static int clean_fd(int fd, const char *name, bool foreign_ok)
+{
+	struct pc_stats_hdr *h = calloc(1, sizeof(*h));
+	struct stat sb, now;
+	char path[128];
+	bool reused;
+	int ret;
+
+	if (!h)
+		return -ENOMEM;
+	if (fstat(fd, &sb)) {
+		ret = -errno;
+	} else if (!S_ISREG(sb.st_mode)) {
+		ret = pc_set_errorl(PC_LOG_DEBUG, -EPROTO, "%s: not a regular file", name);
+	} else if (sb.st_uid != geteuid() && !foreign_ok) {
+		ret = pc_set_errorl(PC_LOG_DEBUG, -EACCES, "%s: another user's (uid %u)", name,
+				    (unsigned int)sb.st_uid);
+	} else if (flock(fd, LOCK_EX | LOCK_NB)) {
+		ret = errno == EWOULDBLOCK ? -EBUSY : -errno;
+	} else if ((ret = hdr_read(fd, h, name))) {
+		/* -EPROTO: not a segment (left alone); -EAGAIN: half created */
+	} else if (h->state == PC_STATS_STATE_LIVE &&
+		   pid_runs(h->pid, h->start_time ? &h->start_time : NULL, &reused)) {
+		ret = -EBUSY;
+	} else {
+		snprintf(path, sizeof(path), "/dev/shm/%s", name);
+		if (lstat(path, &now) || now.st_ino != sb.st_ino || now.st_dev != sb.st_dev)
+			ret = -ENOENT; /* already replaced by another: not ours to remove */
+		else
+			ret = shm_unlink(name) ? -errno : 0;
+	}
+	free(h);
+	return ret;
+}
+
 int pc_stats_clean(const char *name)
 {
-	struct pc_stats *s;
-	bool reused, live;
-	int pid = name_pid(name, NULL);
+	int fd, ret;
 
-	if (!pid)
+	if (!name_pid(name, NULL))
 		return pc_set_errorl(PC_LOG_DEBUG, -EINVAL, "%s is not a pollcore stats segment name",
 				     name);
-	s = pc_stats_open(name);
-	if (s) {
-		live = pc_stats_owner(s) == PC_STATS_OWNER_LIVE;
-		pc_stats_close(s);
-	} else if (errno == EAGAIN || errno == EPROTO) {
-		/* half created, or another layout: stale only if the pid in its name is gone */
-		live = pid_runs(pid, NULL, &reused);
-	} else {
-		return -errno;
-	}
-	if (live)
-		return -EBUSY;
-	return shm_unlink(name) ? -errno : 0;
+	fd = open_existing(name);
+	if (fd < 0)
+		return errno == ELOOP ? pc_set_errorl(PC_LOG_DEBUG, -EPROTO,
+						      "%s: a symbolic link, not a segment", name)
+				      : -errno;
+	/* root may remove another user's segment, when it is clearly stale */
+	ret = clean_fd(fd, name, geteuid() == 0);
+	close(fd);
+	return ret;
 }

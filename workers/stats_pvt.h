@@ -67,6 +67,7 @@ struct stats_seg {
 	char name[48];
 	void *base;		/* NULL: none */
 	size_t size;
+	int fd;			/* holds flock(LOCK_EX) while the owner lives; -1: none */
 	struct stats_seg *next;	/* the process's segments, removed at exit (stats.c) */
 };
 
@@ -86,7 +87,17 @@ struct wstats {
 	struct pc_stats_hist rpc;
 };
 
-/* Creates /dev/shm/pollcore.<pid>[.<n>], 0600; 0 or a negative errno (seg->base stays NULL). */
+/*
+ * Creates /dev/shm/pollcore.<pid>[.<n>], 0600, with O_EXCL and O_NOFOLLOW,
+ * and locks it (flock LOCK_EX) for the process's lifetime: the lock tells
+ * readers in any PID namespace that its owner lives. A name held by one of
+ * this process's engines moves on to the next <n>; a stale segment of this
+ * user's (no lock held, a valid segment) is removed and its name taken; any
+ * other file (another user's, a live namesake from another PID namespace,
+ * not a segment) is left alone, and the segment gets an unpredictable name
+ * pollcore.<pid>.<random above 1000> instead (said in the log).
+ * 0 or a negative errno (seg->base stays NULL).
+ */
 int stats_seg_create(struct stats_seg *seg, unsigned int nworkers, unsigned int conn_slots,
 		     const char *devices);
 /* Marks it closed, unlinks and unmaps it; nothing may write it any more. */
@@ -163,5 +174,40 @@ static inline bool wstats_due(struct wstats *ws)
 
 /* The owner of a pid's start time (/proc/<pid>/stat field 22); 0 or a negative errno. */
 int stats_proc_start(int pid, uint64_t *start, char *state);
+
+/* Most worker blocks, and connection slots in all, a segment may have (readers refuse more). */
+#define STATS_MAX_WORKERS 4096u
+#define STATS_MAX_SLOTS	  (1u << 24)
+
+/*
+ * Where the blocks of a segment of @nworkers workers and @conn_slots slots
+ * per worker go, as the creator lays them out and as a reader demands
+ * them: 0, or -E2BIG beyond the limits above.
+ */
+int stats_layout(uint32_t nworkers, uint32_t conn_slots, uint64_t *worker_off, uint64_t *conn_off,
+		 uint64_t *size);
+
+/*
+ * The one check of a segment's header, for every reader (pc_stats_open(),
+ * pc_stats_clean(), a new engine looking at a name in use; the fuzz
+ * harness): @buf holds @len bytes read from the start of a file of
+ * @file_size bytes. Copies the header into @out, with comm and devices
+ * NUL-terminated, when magic, version, the three sizes, the counts, the
+ * offsets (exactly stats_layout()'s) and the size (within the file) are
+ * right, and the pid is positive. 0, -EAGAIN (being created: no magic yet,
+ * or an empty file), -EPROTO (anything else; pc_last_error() says what,
+ * logged at debug level only).
+ */
+int stats_hdr_parse(const void *buf, size_t len, uint64_t file_size, struct pc_stats_hdr *out,
+		    const char *name);
+
+/*
+ * pc_stats_open() on a descriptor already open (the fuzz harness's memfd):
+ * takes @fd over (closed on failure too). NULL with errno as pc_stats_open().
+ */
+struct pc_stats *stats_open_fd(int fd, const char *name);
+
+/* How long a reader waits for a writer inside its seqcount section (10 ms; the fuzzer: 0). */
+extern uint64_t stats_read_wait_ns;
 
 #endif /* PC_STATS_PVT_H */

@@ -6,10 +6,24 @@
  *
  * Each engine creates /dev/shm/pollcore.<pid> (a second engine of the same
  * process pollcore.<pid>.2, and so on), mode 0600: only its owner's user
- * (and root) can read it. It is removed by pc_engine_destroy() and when the
- * process exits normally (exit(), return from main); a process killed by a
- * signal leaves it behind, which readers detect (pc_stats_owner()) and
- * pc_stats_clean() removes.
+ * (and root) can read it. It is created with O_EXCL and O_NOFOLLOW, and its
+ * owner holds flock(LOCK_EX) on it while it lives: a process of any PID
+ * namespace sharing /dev/shm can tell a live segment from a stale one. A
+ * name taken by anything else (another user's file, a live namesake: a
+ * process with the same pid in another PID namespace) is left alone, and
+ * the engine takes pollcore.<pid>.<n> with a random n above 1000 instead.
+ * It is removed by pc_engine_destroy() and when the process exits normally
+ * (exit(), return from main); a process killed by a signal leaves it
+ * behind, which readers detect (pc_stats_owner()) and pc_stats_clean()
+ * removes.
+ *
+ * Readers trust nothing in a segment: another user may own it, and change
+ * or truncate it at any time. They never map it; they read it (pread())
+ * into private memory: the header once, at open, checked whole (magic,
+ * version, sizes, counts, every offset against the file's size) and kept,
+ * with its strings terminated; each worker block and connection slot when
+ * asked for, at the offsets of that copy. A segment truncated meanwhile
+ * gives -EPROTO, never SIGBUS.
  *
  * Layout (version PC_STATS_VERSION; all offsets from the start):
  *
@@ -54,7 +68,7 @@ extern "C" {
 #endif
 
 #define PC_STATS_MAGIC	 0x706f6c6c636f7265ULL	/* "pollcore" */
-#define PC_STATS_VERSION 2
+#define PC_STATS_VERSION 3		/* 3: the owner holds flock(LOCK_EX) while it lives */
 #define PC_STATS_PREFIX	 "pollcore."		/* /dev/shm/pollcore.<pid>[.<n>] */
 
 /* Work-completion statuses counted one by one (enum ibv_wc_status; later ones in the last). */
@@ -290,6 +304,8 @@ enum pc_stats_owner {
 	PC_STATS_OWNER_DEAD,		/* no such process: stale */
 	PC_STATS_OWNER_REUSED,		/* another process has the pid now: stale */
 	PC_STATS_OWNER_CLOSED,		/* the engine was destroyed: stale */
+	PC_STATS_OWNER_ELSEWHERE,	/* not that pid here, but its owner lives (holds the
+					   lock): a namesake from another PID namespace */
 };
 
 struct pc_stats;
@@ -298,16 +314,18 @@ struct pc_stats;
  * pc_stats_open - map a segment for reading.
  * @name: its name in /dev/shm, e.g. "pollcore.1234".
  *
- * Any thread. The mapping is read-only.
+ * Any thread. Reads the header into private memory and checks it whole
+ * (stats.h, above); the segment is never mapped, and keeps one descriptor.
  *
  * Return: the segment, or NULL with errno set: ENOENT (none), EACCES
  * (another user's), EAGAIN (being created), EPROTO (not a pollcore
- * segment, or another layout version; pc_last_error() says which).
+ * segment: not a regular file, a symbolic link, another layout version,
+ * counts or offsets that do not hold; pc_last_error() says which).
  */
 PC_API struct pc_stats *pc_stats_open(const char *name);
 
 /**
- * pc_stats_close - unmap a segment.
+ * pc_stats_close - close a segment.
  * @s: from pc_stats_open(), or NULL.
  */
 PC_API void pc_stats_close(struct pc_stats *s);
@@ -316,7 +334,9 @@ PC_API void pc_stats_close(struct pc_stats *s);
  * pc_stats_header - the segment's header.
  * @s: open segment.
  *
- * Return: the header, in the mapping (read-only; state changes live).
+ * Return: the header as read and checked at open: a private copy, whose
+ * counts and offsets are the ones every read uses, with comm and devices
+ * NUL-terminated. Its state is as at open: pc_stats_owner() reads it anew.
  */
 PC_API const struct pc_stats_hdr *pc_stats_header(const struct pc_stats *s);
 
@@ -324,8 +344,10 @@ PC_API const struct pc_stats_hdr *pc_stats_header(const struct pc_stats *s);
  * pc_stats_owner - whether the process that created @s still runs.
  * @s: open segment.
  *
- * Compares the pid's start time in /proc/<pid>/stat with the header's, so
- * a pid taken by another process is not mistaken for the owner.
+ * Reads the state anew, and compares the pid's start time in
+ * /proc/<pid>/stat with the header's, so a pid taken by another process is
+ * not mistaken for the owner; when they differ, a lock still held says
+ * the owner lives in another PID namespace.
  *
  * Return: enum pc_stats_owner.
  */
@@ -338,10 +360,11 @@ PC_API enum pc_stats_owner pc_stats_owner(const struct pc_stats *s);
  * @out: filled.
  *
  * Retries while the worker is writing it (a few microseconds at most),
- * for up to about 10 ms.
+ * for up to about 10 ms. @out->st.name comes NUL-terminated.
  *
- * Return: 0, -EINVAL (no such worker), -EAGAIN (no consistent copy in
- * time: the owner died while writing it, or is stopped).
+ * Return: 0, -EINVAL (no such worker in the header read at open), -EAGAIN
+ * (no consistent copy in time: the owner died while writing it, or is
+ * stopped), -EPROTO (the file is shorter than its header said: truncated).
  */
 PC_API int pc_stats_read_worker(const struct pc_stats *s, unsigned int idx,
 				struct pc_stats_worker *out);
@@ -351,10 +374,10 @@ PC_API int pc_stats_read_worker(const struct pc_stats *s, unsigned int idx,
  * @s: open segment.
  * @slot: below nworkers * conn_slots.
  * @out: filled; its identity consistent, each counter an exact value read
- *       while the connection runs.
+ *       while the connection runs; @out->peer NUL-terminated.
  *
  * Return: 0, -ENOENT (free slot), -EINVAL (no such slot), -EAGAIN (being
- * reassigned; try again).
+ * reassigned; try again), -EPROTO (truncated, as pc_stats_read_worker()).
  */
 PC_API int pc_stats_read_conn(const struct pc_stats *s, unsigned int slot,
 			      struct pc_stats_conn *out);
@@ -375,9 +398,16 @@ PC_API int pc_stats_for_each(int pid, void (*fn)(const char *name, int pid, void
  * pc_stats_clean - remove a segment whose owner is gone.
  * @name: as for pc_stats_open().
  *
- * Return: 0 (removed), -EBUSY (its owner runs: never removed), or another
- * negative errno (-ENOENT, -EACCES, -EPROTO for a file that is not a
- * pollcore segment, which is left alone).
+ * Removes only a complete segment of this layout version whose lock no
+ * process holds and whose pid here is not its owner (or that is closed),
+ * and only the caller's own, except for root. It holds the lock while it
+ * unlinks, and unlinks only the file it checked.
+ *
+ * Return: 0 (removed), -EBUSY (its owner runs, here or in another PID
+ * namespace: never removed), or another negative errno, the file left
+ * alone: -ENOENT, -EACCES (another user's), -EPROTO (not a pollcore
+ * segment: not a regular file, a symbolic link, another layout), -EAGAIN
+ * (half created).
  */
 PC_API int pc_stats_clean(const char *name);
 
