@@ -869,8 +869,9 @@ struct xrm {
 /*
  * Once go is set, each waits inside its call until the other is inside its
  * own, then removes the other's poller: both workers are in their pollers
- * (their counts odd) when they remove. Waiting for each other there was a
- * deadlock; now neither waits.
+ * (their counts odd) when they remove, and each would wait for the other's
+ * call to end, for ever. One of them gives up (-EDEADLK), and the other's
+ * removal completes once that call has returned.
  */
 static int xrm_poller(void *arg)
 {
@@ -897,7 +898,7 @@ START_TEST(test_remove_cross)
 	struct pc_poller *p[2], *fill[PC_WORKER_MAX_POLLERS];
 	atomic_ulong fill_calls = 0;
 	unsigned long c0, c1;
-	unsigned int i, k;
+	unsigned int i, k, won;
 
 	for (i = 0; i < 2; i++) {
 		p[i] = pc_worker_add_poller(pc_engine_worker(e, i), xrm_poller, &x[i]);
@@ -911,17 +912,22 @@ START_TEST(test_remove_cross)
 	/* a deadlock shows as this wait failing (and the case timing out) */
 	for (i = 0; i < 300 && (atomic_load(&x[0].rc) == 1 || atomic_load(&x[1].rc) == 1); i++)
 		usleep(100000);
-	ck_assert_int_eq(atomic_load(&x[0].rc), 0);
-	ck_assert_int_eq(atomic_load(&x[1].rc), 0);
-	/* neither is called again */
-	c0 = atomic_load(&x[0].calls);
-	c1 = atomic_load(&x[1].calls);
+	printf("remove_cross: worker 0's removal %d, worker 1's %d\n", atomic_load(&x[0].rc),
+	       atomic_load(&x[1].rc));
+	/* one removal completed, the other gave up: its poller stays */
+	ck_assert_int_eq(atomic_load(&x[0].rc) + atomic_load(&x[1].rc), -EDEADLK);
+	won = atomic_load(&x[0].rc) == 0 ? 0 : 1;
+	ck_assert_int_eq(atomic_load(&x[won].rc), 0);
+	ck_assert_int_eq(atomic_load(&x[!won].rc), -EDEADLK);
+	/* the removed one is not called again; the winner's own poller still is */
+	c0 = atomic_load(&x[!won].calls);
+	c1 = atomic_load(&x[won].calls);
 	usleep(300000);
-	ck_assert_uint_eq(atomic_load(&x[0].calls), c0);
-	ck_assert_uint_eq(atomic_load(&x[1].calls), c1);
-	ck_assert_int_eq(pc_worker_remove_poller(p[0]), -EINVAL);
-	ck_assert_int_eq(pc_worker_remove_poller(p[1]), -EINVAL);
-	/* each owner freed the slot: every slot of both workers can be taken again */
+	ck_assert_uint_eq(atomic_load(&x[!won].calls), c0);
+	ck_assert_uint_gt(atomic_load(&x[won].calls), c1);
+	ck_assert_int_eq(pc_worker_remove_poller(p[!won]), -EINVAL);
+	ck_assert_int_eq(pc_worker_remove_poller(p[won]), 0);
+	/* every slot of both workers can be taken again */
 	for (i = 0; i < 2; i++) {
 		for (k = 0; k < PC_WORKER_MAX_POLLERS; k++) {
 			fill[k] = pc_worker_add_poller(pc_engine_worker(e, i), nop_poller,
@@ -930,6 +936,69 @@ START_TEST(test_remove_cross)
 		}
 		for (k = 0; k < PC_WORKER_MAX_POLLERS; k++)
 			ck_assert_int_eq(pc_worker_remove_poller(fill[k]), 0);
+	}
+	pc_engine_destroy(e);
+}
+END_TEST
+
+/* Worker 0's poller removes worker 1's poller while it runs a slow call. */
+struct xwait {
+	struct slow *victim;
+	_Atomic(struct pc_poller *) vp;
+	atomic_int rc;			/* 1 until the removal returned */
+	atomic_int in_fn_after;		/* the victim's in_fn when the removal returned */
+	atomic_ulong victim_calls_after;
+};
+
+static int xwait_poller(void *arg)
+{
+	struct xwait *x = arg;
+	struct pc_poller *vp = atomic_load(&x->vp);
+
+	/* remove only while the victim's call is running on the other worker */
+	if (!vp || atomic_load(&x->rc) != 1 || !atomic_load(&x->victim->in_fn))
+		return 0;
+	atomic_store(&x->rc, pc_worker_remove_poller(vp));
+	atomic_store(&x->in_fn_after, atomic_load(&x->victim->in_fn));
+	atomic_store(&x->victim_calls_after, atomic_load(&x->victim->calls));
+	return 1;
+}
+
+/*
+ * What poller.h promises a remover on another worker: it returns once the
+ * poller is not running and will not run again, so that arg may be freed.
+ * (Before, it returned at once, with the call still running: in_fn 1.)
+ */
+START_TEST(test_remove_cross_waits)
+{
+	struct pc_engine *e = engine_only(2, PC_IDLE_BUSY, 0);
+	struct slow v;
+	struct xwait x;
+	struct pc_poller *vp, *xp;
+	unsigned int round;
+
+	for (round = 0; round < 3; round++) {
+		memset(&v, 0, sizeof(v));
+		memset(&x, 0, sizeof(x));
+		x.victim = &v;
+		atomic_store(&x.rc, 1);
+		vp = pc_worker_add_poller(pc_engine_worker(e, 1), slow_poller, &v);
+		ck_assert_ptr_nonnull(vp);
+		xp = pc_worker_add_poller(pc_engine_worker(e, 0), xwait_poller, &x);
+		ck_assert_ptr_nonnull(xp);
+		ck_assert_uint_ge(wait_ge(&v.calls, 10, 30000), 10);
+		atomic_store(&v.slow, 1);
+		atomic_store(&x.vp, vp);
+		for (unsigned int i = 0; i < 300 && atomic_load(&x.rc) == 1; i++)
+			usleep(100000);
+		ck_assert_int_eq(atomic_load(&x.rc), 0);
+		ck_assert_msg(atomic_load(&x.in_fn_after) == 0,
+			      "round %u: the removal on worker 0 returned while the call ran on worker 1",
+			      round);
+		usleep(200000);
+		ck_assert_uint_eq(atomic_load(&v.calls), atomic_load(&x.victim_calls_after));
+		ck_assert_int_eq(pc_worker_remove_poller(vp), -EINVAL);
+		ck_assert_int_eq(pc_worker_remove_poller(xp), 0);
 	}
 	pc_engine_destroy(e);
 }
@@ -1126,6 +1195,7 @@ int main(void)
 	ADD(remove_waits);
 	ADD(remove_self);
 	ADD(remove_cross);
+	ADD(remove_cross_waits);
 	ADD(max_pollers);
 	ADD(storage_pattern);
 	return pc_test_run(s);

@@ -11,11 +11,19 @@
  * sleeps): no lock, and on the worker's side two atomic increments per
  * turn, and per sleep, only while it has pollers.
  *
- * A remover that is itself a worker must not wait: two workers removing
- * each other's pollers from their pollers would each wait for the other's
- * count to turn even, for ever. It marks the slot DETACHED instead, and the
- * owner, the only thread that calls or reads the slot, frees it when it
- * next walks its slots, after any call in progress has returned.
+ * A remover that is itself a worker waits too (the application may free
+ * arg once it returns, whoever called), but two workers whose pollers
+ * remove each other's pollers at the same moment would each wait for the
+ * other's count to turn even, for ever (three or more can form the same
+ * ring). So a worker that is about to wait says so in a small table (who
+ * waits for whom), and while it waits it follows the chain from the worker
+ * it waits for: when the chain comes back to itself, the workers of the
+ * ring wait for each other, and the one of them at the highest address
+ * gives its removal up (-EDEADLK; the poller stays) and returns, which
+ * lets the others' waits end. Every waiter of the ring keeps following the
+ * chain, so the one that must give up sees the ring even if it joined it
+ * first. Only workers whose count is odd (inside their pollers) are waited
+ * for, so a ring is made only of removals from inside pollers.
  */
 #include <errno.h>
 #include <sched.h>
@@ -38,12 +46,8 @@ unsigned int worker_run_pollers(struct pc_worker *w, unsigned int hi)
 
 		uint32_t st = atomic_load(&p->state);
 
-		if (pc_unlikely(st != POLLER_ACTIVE)) {
-			/* release: the adder that takes the slot writes after our last use */
-			if (st == POLLER_DETACHED)
-				atomic_store_explicit(&p->state, POLLER_FREE, memory_order_release);
+		if (pc_unlikely(st != POLLER_ACTIVE))
 			continue;
-		}
 		ret = p->fn(p->arg);
 		if (pc_likely(ret >= 0))
 			work += (unsigned int)ret;
@@ -139,6 +143,77 @@ struct pc_poller *pc_worker_add_poller(struct pc_worker *w, pc_poller_fn fn, voi
 	return pc_worker_add_poller_fd(w, fn, arg, -1);
 }
 
+/*
+ * Who waits for whom: a worker that waits in pc_worker_remove_poller() for
+ * another worker's calls to end. Entries are claimed by the waiter (CAS on
+ * waiter), written and cleared by it only; read by any waiting worker.
+ * seq_cst throughout: of two workers that both enter a ring, the one whose
+ * entry is written last sees the other's.
+ */
+#define WAITS_MAX 256
+static struct {
+	_Atomic(struct pc_worker *) waiter;
+	_Atomic(struct pc_worker *) target;
+} waits[WAITS_MAX];
+
+static struct pc_worker *waits_target(const struct pc_worker *w)
+{
+	unsigned int i;
+
+	for (i = 0; i < WAITS_MAX; i++)
+		if (atomic_load(&waits[i].waiter) == w)
+			return atomic_load(&waits[i].target);
+	return NULL;
+}
+
+/* True when @self must give up: the chain from @t comes back to it, and it is the ring's highest. */
+static bool waits_must_yield(struct pc_worker *self, struct pc_worker *t)
+{
+	uintptr_t top = (uintptr_t)self;
+	unsigned int k;
+
+	for (k = 0; t && k < WAITS_MAX; k++) {
+		if (t == self)
+			return top == (uintptr_t)self;
+		if ((uintptr_t)t > top)
+			top = (uintptr_t)t;
+		t = waits_target(t);
+	}
+	return false;	/* no ring, or a ring that self waits on but is not part of */
+}
+
+/*
+ * On a worker thread (@self), removing a poller of another worker @w whose
+ * count was @seq (odd): waits until it changes, or returns -EDEADLK when
+ * @self must give up to break a ring of waiting workers.
+ */
+static int wait_worker(struct pc_worker *self, struct pc_worker *w, uint32_t seq)
+{
+	struct pc_worker *none;
+	unsigned int i;
+	int ret = 0;
+
+	for (i = 0;; i = (i + 1) % WAITS_MAX) {
+		none = NULL;
+		if (atomic_compare_exchange_strong(&waits[i].waiter, &none, self))
+			break;
+		if (i == WAITS_MAX - 1)
+			sched_yield();	/* WAITS_MAX workers waiting at once: one is done soon */
+	}
+	atomic_store(&waits[i].target, w);
+	/* acquire: pairs with the release that ends the worker's calls */
+	while (atomic_load_explicit(&w->poller_seq, memory_order_acquire) == seq) {
+		if (waits_must_yield(self, w)) {
+			ret = -EDEADLK;
+			break;
+		}
+		sched_yield();
+	}
+	atomic_store(&waits[i].target, NULL);
+	atomic_store(&waits[i].waiter, NULL);
+	return ret;
+}
+
 int pc_worker_remove_poller(struct pc_poller *p)
 {
 	uint32_t active = POLLER_ACTIVE;
@@ -151,17 +226,24 @@ int pc_worker_remove_poller(struct pc_poller *p)
 	if (!atomic_compare_exchange_strong(&p->state, &active, POLLER_REMOVING))
 		return -EINVAL;
 	w = p->w;
-	if (self_worker && self_worker != w) {
-		/* another worker: never wait (see the top); the owner frees the slot */
-		atomic_store_explicit(&p->state, POLLER_DETACHED, memory_order_relaxed);
-		worker_wake(w);
-		return 0;
-	}
 	if (self_worker != w) {
 		seq = atomic_load(&w->poller_seq);
-		/* acquire: pairs with the release that ends the worker's calls */
-		while ((seq & 1) && atomic_load_explicit(&w->poller_seq, memory_order_acquire) == seq)
-			sched_yield();
+		if (!(seq & 1)) {
+			/* not inside its calls: the next round sees REMOVING */
+		} else if (self_worker) {
+			/* another worker: wait too, unless that closes a ring of waiters */
+			if (wait_worker(self_worker, w, seq)) {
+				/* the owner is inside a call and has not looked at the slot since */
+				atomic_store(&p->state, POLLER_ACTIVE);
+				return pc_set_errorl(PC_LOG_DEBUG, -EDEADLK, "%s: poller not removed: "
+						     "its worker waits, inside a poller, for this "
+						     "one's calls to end", w->name);
+			}
+		} else {
+			/* acquire: pairs with the release that ends the worker's calls */
+			while (atomic_load_explicit(&w->poller_seq, memory_order_acquire) == seq)
+				sched_yield();
+		}
 	}
 	/* release: an adder reusing the slot writes after we are done with it */
 	atomic_store_explicit(&p->state, POLLER_FREE, memory_order_release);

@@ -13,20 +13,22 @@
  *
  * Who may call what:
  *
- *   call                       | the poller's worker     | other threads (1)
- *                              | (handler, poller)       |
- *   ---------------------------+-------------------------+------------------
+ *   call                       | the poller's worker     | other threads, other
+ *                              | (handler, poller)       | workers included
+ *   ---------------------------+-------------------------+---------------------
  *   pc_worker_add_poller[_fd]  | yes                     | yes
- *   pc_worker_remove_poller    | yes (returns at once)   | yes (waits for a
- *                              |                         |  running call)
+ *   pc_worker_remove_poller    | yes (returns at once)   | yes (waits out a
+ *                              |                         |  running call) (1)
  *   pc_engine_worker,          | yes                     | yes
  *   pc_conn_worker,            |                         |
  *   pc_worker_index            |                         |
- *   pc_worker_self             | yes                     | yes (NULL)
+ *   pc_worker_self             | yes                     | yes (NULL, or the
+ *                              |                         |  caller's worker)
  *
- *   (1) another worker's thread too: it waits like any thread, stalling
- *       its own worker; two workers removing each other's pollers at the
- *       same moment wait for each other forever.
+ *   (1) another worker waits like any thread, stalling its own loop while
+ *       it waits; when workers' pollers remove each other's pollers at the
+ *       same moment, so that they would wait for each other for ever, one
+ *       of them gets -EDEADLK instead (see pc_worker_remove_poller()).
  *
  * None of them takes an RCU read-side lock or needs one.
  */
@@ -133,30 +135,35 @@ PC_API struct pc_poller *pc_worker_add_poller(struct pc_worker *w, pc_poller_fn 
  * As pc_worker_add_poller(); wakeups through @fd are counted in the
  * worker's wakeups_poller.
  *
- * Return: as pc_worker_add_poller(); EINVAL also for @fd < 0.
+ * Return: as pc_worker_add_poller(); EINVAL also for @fd below -1 (-1 is
+ * no descriptor: the same as pc_worker_add_poller()).
  */
 PC_API struct pc_poller *pc_worker_add_poller_fd(struct pc_worker *w, pc_poller_fn fn, void *arg,
 						 int fd);
 
 /**
  * pc_worker_remove_poller - stop calling a poller.
- * @p: its handle; invalid once this returns.
+ * @p: its handle; invalid once this returns 0.
  *
- * Any thread. From a thread that is no worker it returns once the poller
- * is not running and will not run again, so its @arg may then be freed.
- * From the worker's own thread (the poller itself, a handler, another
- * poller) it returns at once, and the poller is not called again after the
- * current call. From another worker's thread it returns at once too
- * (waiting there could deadlock two workers that remove each other's
- * pollers): the poller is not called again, but a call in progress may
- * still be running on its worker, so free @arg on that worker (a handler
- * or another poller of it) or after pc_engine_destroy(); its slot is
- * reused once that worker has taken its next turn. Pollers left when the
- * engine is destroyed are dropped with it.
+ * Any thread. From any thread but the poller's own worker, other workers
+ * included, it returns 0 once the poller is not running and will not run
+ * again, so that its @arg may then be freed: it waits out a call in
+ * progress (spinning with sched_yield(); a worker that waits stalls its own
+ * loop meanwhile). From the worker's own thread (the poller itself, a
+ * handler, another poller of it) it returns 0 at once, and the poller is
+ * not called again after the current call. Pollers left when the engine
+ * is destroyed are dropped with it.
  *
- * Return: 0, or -EINVAL for NULL or a handle already removed (as long as
- * no poller was added to the worker since: the slot may then be reused, and
- * the stale handle names the new poller).
+ * Only removals made from inside pollers can wait for each other for ever:
+ * a poller on worker A removing one of worker B's while a poller on B
+ * removes one of A's (or a longer ring of workers). Then one of
+ * the ring's removals fails with -EDEADLK, leaving its poller registered
+ * and called as before; the others complete once that call has returned.
+ * The caller may try again later (from its next call).
+ *
+ * Return: 0; -EDEADLK as above; or -EINVAL for NULL or a handle already
+ * removed (as long as no poller was added to the worker since: the slot may
+ * then be reused, and the stale handle names the new poller).
  */
 PC_API int pc_worker_remove_poller(struct pc_poller *p);
 
