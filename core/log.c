@@ -84,7 +84,8 @@ int pc_set_error(int err, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	err = set_error(PC_LOG_ERR, err, fmt, ap);
+	/* returned to the caller, who decides whether it is worth a line */
+	err = set_error(PC_LOG_DEBUG, err, fmt, ap);
 	va_end(ap);
 	return err;
 }

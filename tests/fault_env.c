@@ -542,6 +542,9 @@ struct fcli *fcli_start(const char *const *devices)
 		.no_numa = true,
 	};
 
+	/* the previous run's handles (pc_connect()'s references) */
+	for (unsigned int i = 0; i < atomic_load(&cli.n); i++)
+		pc_conn_put(cli.g[i].conn);
 	memset(&cli, 0, sizeof(cli));
 	cli.window = 16;
 	cli.e = pc_engine_create(&p);

@@ -79,12 +79,13 @@ void worker_stats_release(struct pc_worker *w, struct conn *c)
 	(void)c;
 }
 
-void conn_request_close(struct conn *c, struct ctl_inbox *control, int err, const char *why)
+bool conn_request_close(struct conn *c, struct ctl_inbox *control, int err, const char *why)
 {
 	(void)c;
 	(void)control;
 	(void)err;
 	(void)why;
+	return true;
 }
 
 void ctl_post(struct ctl_inbox *in, struct conn *c, enum ctl_kind kind)

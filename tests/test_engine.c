@@ -210,6 +210,9 @@ static struct pc_engine *client_start(enum pc_handoff mode, unsigned int workers
 
 	ck_assert_msg(e, "client: %s", pc_last_error());
 	diag_engines[1] = e;
+	/* the previous test's handles (pc_connect()'s references) */
+	for (unsigned int i = 0; i < MAXC; i++)
+		pc_conn_put(cc[i].conn);
 	memset(cc, 0, sizeof(cc));
 	return e;
 }
@@ -951,12 +954,16 @@ static int crash_client(uint16_t port)
 	struct pc_conn *c;
 	uint32_t seq = 0;
 
-	/* no ck_assert here: this process is not a Check test */
-	if (!cli || pc_app_attach(cli, 0))
+	/* no ck_assert here: this process is not a Check test; its parent reports */
+	if (!cli || pc_app_attach(cli, 0)) {
+		fprintf(stderr, "crash-client: engine: %s\n", pc_last_error());
 		return 1;
-	c = pc_connect(cli, addr(), port, -1, 10000, NULL);
-	if (!c)
+	}
+	c = pc_connect(cli, addr(), port, -1, 60000, NULL);
+	if (!c) {
+		fprintf(stderr, "crash-client: connect: %s\n", pc_last_error());
 		return 1;
+	}
 	for (;;) {
 		struct pc_msg *m = pc_msg_alloc(c);
 
@@ -990,10 +997,19 @@ START_TEST(test_peer_crash_midstream)
 		_exit(127);
 	}
 	ck_assert_int_gt(pid, 0);
-	/* the crashing peer is streaming, then dies without a goodbye */
-	end = now_ms() + 30000;
-	while (atomic_load(&srv_up) < 3 && now_ms() < end)
+	/*
+	 * The crashing peer is streaming, then dies without a goodbye. A new
+	 * process under TCG on a loaded host takes a while to start and
+	 * connect: wait for it, or for its exit, which says why.
+	 */
+	end = now_ms() + 120000;
+	while (atomic_load(&srv_up) < 3 && now_ms() < end) {
+		int st;
+
+		ck_assert_msg(waitpid(pid, &st, WNOHANG) == 0,
+			      "the crash client exited before connecting (status 0x%x)", st);
 		usleep(1000);
+	}
 	ck_assert_uint_eq(atomic_load(&srv_up), 3);
 	while (atomic_load(&srv_msgs) < 2000 && now_ms() < end)
 		usleep(1000);

@@ -649,6 +649,8 @@ static void client_free(struct client *cl)
 	unsigned int i;
 
 	for (i = 0; cl->cc && i < cl->nconns; i++) {
+		/* the handle pc_connect() returned: valid past pc_engine_destroy() */
+		pc_conn_put(cl->cc[i].conn);
 		free(cl->cc[i].fl);
 		free(cl->cc[i].lat_ns);
 	}

@@ -17,6 +17,8 @@ void ctl_post(struct ctl_inbox *in, struct conn *c, enum ctl_kind kind)
 {
 	struct ctl_msg *m = &c->ctl[kind];
 
+	/* the message holds @c's memory until its consumer is done (conn_drop()) */
+	conn_hold(c);
 	m->kind = (uint8_t)kind;
 	m->conn = c;
 	cds_wfcq_node_init(&m->node);
@@ -30,15 +32,17 @@ void ctl_post(struct ctl_inbox *in, struct conn *c, enum ctl_kind kind)
 /*
  * Any thread; only the first request of a conn is posted, with its reason
  * (@err, and @why: a static string, or NULL when the worker has its own).
+ * Returns whether this one was.
  */
-void conn_request_close(struct conn *c, struct ctl_inbox *control, int err, const char *why)
+bool conn_request_close(struct conn *c, struct ctl_inbox *control, int err, const char *why)
 {
 	if (atomic_exchange(&c->close_req, true))
-		return;
+		return false;
 	/* published to the control thread by ctl_post() */
 	c->req_err = err;
 	c->req_why = why;
 	ctl_post(control, c, CTL_CLOSE_REQ);
+	return true;
 }
 
 /* --- the table ------------------------------------------------------------------------- */
@@ -139,11 +143,13 @@ struct conn *conn_alloc(void)
 	if (c) {
 		memset(c, 0, sizeof(*c));
 		c->st = &c->st_local;
+		/* the engine's own reference */
+		atomic_init(&c->hrefs, 1);
 	}
 	return c;
 }
 
-void conn_free_now(struct conn *c)
+static void conn_free_now(struct conn *c)
 {
 	if (c->credit_mr)
 		ibv_dereg_mr(c->credit_mr);
@@ -153,13 +159,25 @@ void conn_free_now(struct conn *c)
 	free(c);
 }
 
+/*
+ * Any thread; gives back one reference to @c's memory. The last frees it:
+ * by then it is retired, out of the table, past a grace period, and no
+ * control message names it.
+ */
+void conn_drop(struct conn *c)
+{
+	/* acq_rel: every use by the other holders happens before the free */
+	if (atomic_fetch_sub_explicit(&c->hrefs, 1, memory_order_acq_rel) == 1)
+		conn_free_now(c);
+}
+
 static void conn_free_cb(struct rcu_head *head)
 {
 	tsan_grace_period();
-	conn_free_now(caa_container_of(head, struct conn, rcu));
+	conn_drop(caa_container_of(head, struct conn, rcu));
 }
 
-/* After a grace period: workers and table walkers may still hold @c. */
+/* The engine's reference, after a grace period: workers and table walkers may still hold @c. */
 void conn_free_rcu(struct conn *c)
 {
 	call_rcu(&c->rcu, conn_free_cb);

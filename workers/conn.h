@@ -17,6 +17,7 @@
  *   creq                         | exchange (UP) | exchange       | create, wait
  *   refs_app, next_req_id,       | read          | -              | RMW
  *   req_abandoned (app line)     |               |                |
+ *   hrefs (app line)             | RMW           | RMW            | RMW
  *
  * Control messages travel in wfcqueues (struct ctl_inbox): one per worker
  * (control -> worker) and one for the control thread (workers and app
@@ -318,7 +319,8 @@ struct conn {
 	bool was_up;
 	bool marker_done;
 	atomic_bool last_wqe;	/* set by the control thread on IBV_EVENT_QP_LAST_WQE_REACHED */
-	struct conn *drain_next;
+	struct conn *drain_next;	/* on w->draining, then on w->retire_wait */
+	bool retire_waiting;		/* on w->retire_wait (drain.c) */
 	/* why it closed: pc_last_error() when DOWN is delivered, and the log (drain.c) */
 	char close_why[160];
 
@@ -369,6 +371,14 @@ struct conn {
 	 * binds and subtracts every reference given back, plainly.
 	 */
 	atomic_uint refs_app pc_cache_aligned;
+	/*
+	 * References to the memory (conn_hold()): the engine's own, dropped
+	 * after the RCU grace period that follows the retire; one per control
+	 * message in flight; one per handle the application owns (pc_connect(),
+	 * pc_conn_get()). The last conn_drop() frees it. refs_app and refs_w
+	 * keep it from retiring; this keeps it from being freed.
+	 */
+	atomic_uint hrefs;
 	/* pc_call(): the next request id, and ids taken but never submitted */
 	uint64_t next_req_id;
 	uint64_t req_abandoned;
@@ -378,6 +388,9 @@ struct conn {
 	/* the peer's numeric address and port; control, before ATTACH */
 	char peer[sizeof(((struct pc_stats_conn *)0)->peer)];
 	uint16_t peer_port;
+	/* pc_conn_info() after the engine (and its devices) may be gone; control, before ATTACH */
+	char devname[64];
+	int widx;
 };
 static_assert(offsetof(struct conn, refs_app) % PC_CACHELINE == 0,
 	      "app-written fields start their own cache line");
@@ -416,14 +429,30 @@ static inline void conn_set_state(struct conn *c, enum conn_state s)
 	__atomic_store_n(&c->st->state, slot_state[s], __ATOMIC_RELAXED);
 }
 
-/* An application thread takes a reference on @c (engine.h's lifetime rule). */
-static inline void conn_ref_app(struct conn *c)
+/*
+ * An application thread takes a reference that keeps @c from retiring (a
+ * buffer bound to it, a ring entry naming it), unless it is closing:
+ * false then, and nothing taken. The caller owns a handle or a message of
+ * @c, so its memory is there; whether it may still retire is what this
+ * settles, against drain_maybe_retire(): either the worker sees our
+ * reference, or we see its state (store-buffering, hence seq_cst on both
+ * sides; a locked RMW on x86, as a relaxed one was).
+ */
+static inline bool conn_ref_app(struct conn *c)
 {
-	/* relaxed: the ring entry or the message that carries it publishes it */
-	atomic_fetch_add_explicit(&c->refs_app, 1, memory_order_relaxed);
+	/* seq_cst: pairs with the fence in drain_maybe_retire() */
+	atomic_fetch_add_explicit(&c->refs_app, 1, memory_order_seq_cst);
+	if (pc_likely(__atomic_load_n(&c->state, __ATOMIC_SEQ_CST) < CONN_DRAINING))
+		return true;
+	atomic_fetch_sub_explicit(&c->refs_app, 1, memory_order_relaxed);
+	return false;
 }
 
-/* Undoes conn_ref_app() on the same thread (the submission did not happen). */
+/*
+ * Undoes conn_ref_app() on the same thread (the submission did not
+ * happen). A worker that saw the reference after DOWN looks again on a
+ * housekeeping turn (w->retire_wait), so nothing else is needed here.
+ */
 static inline void conn_unref_app(struct conn *c)
 {
 	atomic_fetch_sub_explicit(&c->refs_app, 1, memory_order_relaxed);
@@ -436,10 +465,17 @@ static inline uint32_t conn_refs(const struct conn *c)
 	return atomic_load_explicit(&c->refs_app, memory_order_relaxed) + c->refs_w;
 }
 
+/* Another reference to @c's memory; the caller holds one, or reads it under RCU. */
+static inline void conn_hold(struct conn *c)
+{
+	/* relaxed: whoever passes the reference on publishes it */
+	atomic_fetch_add_explicit(&c->hrefs, 1, memory_order_relaxed);
+}
+
 /* conn.c */
 struct conn *conn_alloc(void);
 void ctl_post(struct ctl_inbox *in, struct conn *c, enum ctl_kind kind);
-void conn_request_close(struct conn *c, struct ctl_inbox *control, int err, const char *why);
+bool conn_request_close(struct conn *c, struct ctl_inbox *control, int err, const char *why);
 struct conn *conn_lookup(struct cds_lfht *table, uint32_t qpn);
 void conn_table_add(struct cds_lfht *table, struct conn *c);
 void conn_table_del(struct cds_lfht *table, struct conn *c);
@@ -448,7 +484,7 @@ void conn_apply_peer(struct conn *c);
 struct connect_req *conn_connect_take(struct conn *c);
 void conn_connect_answer(struct connect_req *r, int err);
 void conn_connect_done(struct conn *c, int err);
-void conn_free_now(struct conn *c);
+void conn_drop(struct conn *c);
 void conn_free_rcu(struct conn *c);
 
 #endif /* PC_CONN_H */

@@ -143,6 +143,8 @@ static int conn_attach(struct pc_engine *e, struct conn *c, struct pc_worker *w)
 	if (ret)
 		return ret;
 	conn_name_peer(c);
+	snprintf(c->devname, sizeof(c->devname), "%s", w->dev->name);
+	c->widx = (int)w->idx;
 	atomic_fetch_add(&w->nconns, 1);
 	/* admitted: counted until retired (conn_retire()) */
 	w->adm.conns++;
@@ -177,8 +179,10 @@ static void conn_destroy_unattached(struct conn *c, int err)
 		if (c->id->qp)
 			rdma_destroy_qp(c->id);
 		rdma_destroy_id(c->id);
+		c->id = NULL;
 	}
-	conn_free_now(c);
+	/* the engine's reference; a pc_connect() or a control message may hold others */
+	conn_drop(c);
 }
 
 /*
@@ -190,6 +194,8 @@ static void conn_begin_close(struct conn *c, int err, const char *why)
 	if (c->closing)
 		return;
 	c->closing = true;
+	/* a pc_close() from now on says the close is under way (-EALREADY) */
+	atomic_store(&c->close_req, true);
 	/* read by the worker once it takes CTL_CLOSE */
 	c->ctl_err = err;
 	c->ctl_why = why;
@@ -209,6 +215,8 @@ void control_close_conn(struct conn *c, int err, const char *why)
 
 static void conn_retire(struct pc_engine *e, struct conn *c)
 {
+	/* a close request still in the inbox (it holds the memory) finds nothing to do */
+	c->closing = true;
 	c->w->adm.conns--;
 	c->w->adm.raw -= c->raw;
 	conn_table_del(e->conns, c);
@@ -605,13 +613,16 @@ static void ctl_requests(struct pc_engine *e)
 
 	(void)!read(e->ctl_efd, &v, sizeof(v));
 	while ((m = ctl_next(&e->inbox))) {
+		struct conn *c = m->conn;
 
 		if (m->kind == CTL_CONNECT)
-			conn_start_connect(e, m->conn);
+			conn_start_connect(e, c);
 		else if (m->kind == CTL_CLOSE_REQ)
-			conn_begin_close(m->conn, m->conn->req_err, m->conn->req_why);
+			conn_begin_close(c, c->req_err, c->req_why);
 		else if (m->kind == CTL_RETIRE)
-			conn_retire(e, m->conn);
+			conn_retire(e, c);
+		/* the message's reference (ctl_post()) */
+		conn_drop(c);
 	}
 }
 
@@ -792,6 +803,8 @@ struct pc_conn *pc_connect(struct pc_engine *e, const char *addr, uint16_t port,
 		rdma_freeaddrinfo(res);
 		return NULL;
 	}
+	/* the caller's reference, returned with the handle */
+	conn_hold(c);
 	c->e = e;
 	c->user = user;
 	c->want_worker = worker;
@@ -802,14 +815,16 @@ struct pc_conn *pc_connect(struct pc_engine *e, const char *addr, uint16_t port,
 	sem_init(&req.done, 0, 0);
 	/*
 	 * The control thread creates the id, resolves, connects and enforces
-	 * the deadline; it (or the worker, on UP) always answers through req,
-	 * so c is never touched here after the post.
+	 * the deadline; it (or the worker, on UP) always answers through req.
+	 * Our reference keeps c whatever happens meanwhile: it may be DOWN,
+	 * even retired, by the time we return it.
 	 */
 	ctl_post(&e->inbox, c, CTL_CONNECT);
 	while (sem_wait(&req.done) && errno == EINTR)
 		;
 	sem_destroy(&req.done);
 	if (req.err) {
+		conn_drop(c);
 		pc_set_error(req.err, "connect to %s port %u: %s", addr, port, req.why);
 		errno = -req.err;
 		return NULL;

@@ -193,17 +193,57 @@ void drain_poll(struct pc_worker *w)
 	}
 }
 
+static void retire_wait_del(struct pc_worker *w, struct conn *c)
+{
+	struct conn **pp;
+
+	for (pp = &w->retire_wait; *pp; pp = &(*pp)->drain_next)
+		if (*pp == c) {
+			*pp = c->drain_next;
+			c->retire_waiting = false;
+			return;
+		}
+}
+
 void drain_maybe_retire(struct pc_worker *w, struct conn *c)
 {
 	struct conn **slot = &w->cache[c->qpn & (PC_ARRAY_SIZE(w->cache) - 1)];
 
-	/* after DOWN, and once nothing the application holds names it (engine.h) */
-	if (c->state != CONN_DRAINED || c->held || conn_refs(c))
+	if (c->state != CONN_DRAINED)
 		return;
+	/* seq_cst: pairs with conn_ref_app(): it sees DRAINED, or we see its reference */
+	atomic_thread_fence(memory_order_seq_cst);
+	/* after DOWN, and once nothing the application holds names it (engine.h) */
+	if (c->held || conn_refs(c)) {
+		/*
+		 * A reference an app thread took and undid (conn_ref_app()
+		 * met DRAINED) comes back through no ring: look again on
+		 * housekeeping turns.
+		 */
+		if (!c->retire_waiting) {
+			c->retire_waiting = true;
+			c->drain_next = w->retire_wait;
+			w->retire_wait = c;
+		}
+		return;
+	}
+	if (c->retire_waiting)
+		retire_wait_del(w, c);
 	if (*slot == c)
 		*slot = NULL;
 	conn_set_state(c, CONN_RETIRED);
 	worker_stats_release(w, c);
 	atomic_fetch_sub(&w->nconns, 1);
 	ctl_post(w->control, c, CTL_RETIRE);
+}
+
+/* Housekeeping turns: the DOWN connections that were still referenced. */
+void drain_retire_wait(struct pc_worker *w)
+{
+	struct conn *c = w->retire_wait, *next;
+
+	for (; c; c = next) {
+		next = c->drain_next;
+		drain_maybe_retire(w, c);
+	}
 }

@@ -474,8 +474,9 @@ static int route(struct pc_worker *w, struct wr_ctx *ctx, bool ref)
 		return 0;
 	}
 	if (ref) {
+		if (pc_unlikely(!conn_ref_app(ctx->conn)))
+			return -ENOTCONN;
 		ctx->ref = 1;
-		conn_ref_app(ctx->conn);
 	}
 	if (pc_unlikely(pc_ring_mpsc_enqueue(w->submit, ctx))) {
 		if (ref)
@@ -504,10 +505,14 @@ struct pc_msg *pc_msg_alloc(struct pc_conn *pconn)
 		if (m)
 			c->refs_w++;
 	} else if ((slot = app_slot(c->e)) >= 0) {
-		if (pc_ring_spsc_dequeue_burst(w->chans[slot].txfree, &obj, 1)) {
-			m = obj;
-			conn_ref_app(c);
+		if (pc_unlikely(!conn_ref_app(c))) {
+			errno = ENOTCONN;
+			return NULL;
 		}
+		if (pc_ring_spsc_dequeue_burst(w->chans[slot].txfree, &obj, 1))
+			m = obj;
+		else
+			conn_unref_app(c);
 	} else {
 		pc_set_error(-EPERM, "pc_msg_alloc: call pc_app_attach() on this thread first");
 		errno = EPERM;
@@ -636,7 +641,12 @@ int pc_rdma(struct pc_conn *pconn, struct pc_op *op)
 
 int pc_close(struct pc_conn *pconn)
 {
-	request_close((struct conn *)pconn, "closed by the application (pc_close)");
+	struct conn *c = (struct conn *)pconn;
+
+	/* retired: its engine may be gone too; a close in flight ends the same way */
+	if (__atomic_load_n(&c->state, __ATOMIC_RELAXED) == CONN_RETIRED ||
+	    !conn_request_close(c, &c->e->inbox, 0, "closed by the application (pc_close)"))
+		return -EALREADY;
 	return 0;
 }
 
@@ -644,13 +654,22 @@ void *pc_mem_reg(struct pc_conn *pconn, void *addr, size_t len, int access, uint
 		 uint32_t *rkey)
 {
 	struct conn *c = (struct conn *)pconn;
-	struct ibv_mr *mr = ibv_reg_mr(c->w->dev->pd, addr, len, access);
+	struct ibv_mr *mr;
 
-	if (!mr) {
-		pc_set_error(pc_neg_errno(-1), "%s: ibv_reg_mr(%zu bytes, access 0x%x): %s",
-			     c->w->dev->name, len, access, strerror(errno));
+	/* the reference keeps the device's protection domain while we use it */
+	if (!conn_ref_app(c)) {
+		pc_set_error(-ENOTCONN, "%s qp 0x%x: pc_mem_reg on a closed connection", c->devname,
+			     c->qpn);
+		errno = ENOTCONN;
 		return NULL;
 	}
+	mr = ibv_reg_mr(c->w->dev->pd, addr, len, access);
+	if (!mr)
+		pc_set_error(pc_neg_errno(-1), "%s: ibv_reg_mr(%zu bytes, access 0x%x): %s",
+			     c->devname, len, access, strerror(errno));
+	conn_unref_app(c);
+	if (!mr)
+		return NULL;
 	*lkey = mr->lkey;
 	*rkey = mr->rkey;
 	return mr;
@@ -704,6 +723,18 @@ unsigned int pc_app_poll(struct pc_engine *e, struct pc_msg **msgs, unsigned int
 
 /* --- introspection --------------------------------------------------------------------- */
 
+struct pc_conn *pc_conn_get(struct pc_conn *conn)
+{
+	conn_hold((struct conn *)conn);
+	return conn;
+}
+
+void pc_conn_put(struct pc_conn *conn)
+{
+	if (conn)
+		conn_drop((struct conn *)conn);
+}
+
 void *pc_conn_user(const struct pc_conn *conn)
 {
 	return ((const struct conn *)conn)->user;
@@ -721,9 +752,9 @@ void pc_conn_info(const struct pc_conn *pconn, struct pc_conn_info *info)
 	const struct pc_stats_conn *st = __atomic_load_n(&c->st, __ATOMIC_ACQUIRE);
 
 	memset(info, 0, sizeof(*info));
-	snprintf(info->device, sizeof(info->device), "%s", c->w->dev->name);
+	snprintf(info->device, sizeof(info->device), "%s", c->devname);
 	info->qp_num = c->qpn;
-	info->worker = (int)c->w->idx;
+	info->worker = c->widx;
 	info->app_slot = c->app_slot;
 	info->raw = c->raw;
 #define SAMPLE(f) info->f = STAT_LD(st->f);

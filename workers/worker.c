@@ -439,11 +439,14 @@ unsigned int worker_apply_ctl(struct pc_worker *w)
 			break;
 		}
 		case CTL_CLOSE:
+			/* drain_begin() ignores a conn already draining or retired */
 			drain_begin(w, c);
 			break;
 		default:
 			pc_err("%s: unexpected control message %u", w->name, cm->kind);
 		}
+		/* the message's reference (ctl_post()) */
+		conn_drop(c);
 	}
 	return n;
 }
@@ -590,6 +593,8 @@ static unsigned int worker_turn(struct pc_worker *w, const struct pc_engine_para
 			dp_topup_txfree(w);
 		if (w->grant_wait)
 			dp_grant_wait_check(w);
+		if (pc_unlikely(w->retire_wait != NULL))
+			drain_retire_wait(w);
 		work += worker_apply_ctl(w);
 	}
 

@@ -180,6 +180,7 @@ struct pc_worker {
 	uint64_t grant_clock;	/* stats_ticks() at the last look at them (grant_clock()) */
 	uint64_t grant_delay;	/* GRANT_DELAY_NS in ticks */
 	struct conn *draining;
+	struct conn *retire_wait;	/* DOWN, still referenced: looked at on housekeeping turns */
 	struct conn *cache[256];	/* qpn -> conn, direct-mapped, worker-owned */
 	struct wr_chain chain;
 	/* each rx buffer's SRQ receive, built once: a refill only links them */
@@ -379,6 +380,7 @@ void drain_begin(struct pc_worker *w, struct conn *c);
 void drain_poll(struct pc_worker *w);
 void drain_fail(struct pc_worker *w, struct conn *c, int err);
 void drain_maybe_retire(struct pc_worker *w, struct conn *c);
+void drain_retire_wait(struct pc_worker *w);
 
 /* Gives back one reference on @c (engine.h's lifetime rule); owning worker. */
 static inline void conn_put(struct pc_worker *w, struct conn *c)

@@ -806,6 +806,8 @@ static void client_free(struct bclient *cl)
 	uint32_t i;
 
 	for (i = 0; cl->cc && i < cl->o->conns; i++) {
+		/* the handle pc_connect() returned: valid past pc_engine_destroy() */
+		pc_conn_put(cl->cc[i].conn);
 		free(cl->cc[i].t0);
 		free(cl->cc[i].lat);
 		free(cl->cc[i].buf);

@@ -279,6 +279,7 @@ static void cli_on_conn(struct pc_conn *conn, enum pc_conn_event ev, void *arg)
 	if (atomic_compare_exchange_strong(&cl->new_conn, &expect, NULL)) {
 		snprintf(cl->down_reason, sizeof(cl->down_reason), "%s", pc_last_error());
 		atomic_store_explicit(&cl->down, true, memory_order_release);
+		pc_conn_put(conn);
 		return;
 	}
 	if (conn != cl->conn)
@@ -309,6 +310,8 @@ static void cli_on_conn(struct pc_conn *conn, enum pc_conn_event ev, void *arg)
 			 cl->down_reason);
 	cl->inflight = 0;
 	cl->conn = NULL;
+	/* pc_connect()'s reference, which cli_poll() took over */
+	pc_conn_put(conn);
 	atomic_store_explicit(&cl->down, true, memory_order_release);
 }
 
@@ -918,6 +921,9 @@ out:
 	pc_mem_dereg(cl ? cl->mr : NULL);
 	pc_engine_destroy(e);
 	if (cl) {
+		/* handles outlive the engine: whichever is still ours */
+		pc_conn_put(cl->conn);
+		pc_conn_put(atomic_load(&cl->new_conn));
 		free(cl->buf);
 		free(cl->slots);
 		free(cl->free_slots);

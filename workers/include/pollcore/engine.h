@@ -14,16 +14,20 @@
  *   ---------------------------------+------------+------------------+--------
  *   pc_engine_create/destroy         |   yes (1)  |        no        |   no
  *   pc_listen, pc_connect            |   yes      |        no        |   no
- *   pc_msg_alloc, pc_send, pc_call,  |   yes (2)  |   yes (3)        |   no
- *   pc_reply, pc_msg_release,        |            |                  |
- *   pc_rdma, pc_close                |            |                  |
+ *   pc_msg_alloc                     |   yes (2)  |   yes (3)        |   no
+ *   pc_send, pc_call, pc_reply,      |   yes (2)  |   yes (3)        |   no
+ *   pc_msg_release, pc_rdma          |            |                  |
+ *   pc_close, pc_conn_get/put,       |   yes      |   yes            |   yes
+ *   pc_conn_user, pc_conn_info       |            |                  |
  *   pc_app_attach, pc_app_poll       |   yes (2)  |        no        |   no
- *   pc_engine_stats, pc_conn_info    |   yes      |   yes            |   yes
+ *   pc_engine_stats                  |   yes      |   yes            |   yes
  *   pc_mem_reg, pc_mem_dereg         |   yes      |   yes (4)        |   no
  *
  *   (1) one thread, not concurrently with anything else on the engine.
- *   (2) a thread attached with pc_app_attach() (either mode); its calls go
- *       to the worker through that worker's bounded MPSC submission ring.
+ *   (2) pc_msg_alloc needs a thread attached with pc_app_attach() (either
+ *       mode: the slot keeps its stock of send buffers); the calls on a
+ *       message and pc_rdma go to the worker through that worker's bounded
+ *       MPSC submission ring, from any thread.
  *   (3) on the worker that owns the connection: direct, no ring.
  *   (4) a syscall: in a callback such as on_conn(UP), never per message.
  *
@@ -36,14 +40,25 @@
  * pc_msg_release(). Buffers the application keeps show in the stats as
  * held; nothing is dropped silently.
  *
- * Lifetime of a connection (struct pc_conn):
- *  - The handle is valid from PC_CONN_UP (pc_connect() returns after it)
- *    until on_conn(PC_CONN_DOWN) returns. Every call that names it
- *    (pc_msg_alloc, pc_rdma, pc_close, pc_conn_info, pc_conn_user,
- *    pc_conn_set_user, pc_mem_reg) must happen before that return. An
- *    application calling from its own threads makes sure of it, for
- *    example with a lock that its on_conn(DOWN) takes too, under which it
- *    forgets the handle.
+ * Lifetime of a connection handle (struct pc_conn):
+ *  - A handle is a reference. pc_connect() returns one that the caller
+ *    owns; pc_conn_get() takes another (in on_conn(UP), for example, or on
+ *    any handle the caller may use); pc_conn_put() drops one. While a
+ *    reference is held the handle stays valid, past DOWN and past
+ *    pc_engine_destroy(), and the last pc_conn_put() frees it. Holding one
+ *    never keeps a connection open: pc_close(), the peer, an error or the
+ *    engine close it whatever references are held.
+ *  - Without a reference of its own, code may use the handle that a
+ *    callback was given until that callback returns, msg->conn while it
+ *    holds the message, and a handle met in pc_engine_for_each_conn()
+ *    during the visit. The engine holds the handle itself until on_conn(DOWN)
+ *    returns, so a handler-mode server that keeps no handle needs no
+ *    reference and no lock.
+ *  - On a handle whose connection is closing or closed, calls that need a
+ *    live connection fail without touching it: pc_msg_alloc() and
+ *    pc_mem_reg() return NULL with errno ENOTCONN, pc_rdma() and a send of
+ *    a message to it return -ENOTCONN, pc_close() returns -EALREADY.
+ *    pc_conn_user() and pc_conn_info() (the final counters) keep working.
  *  - Messages keep their connection alive: a received message, and a send
  *    buffer from pc_msg_alloc(), stay valid, msg->conn included, until
  *    given back, before or after DOWN. After DOWN, pc_send(), pc_call()
@@ -51,13 +66,13 @@
  *    pc_msg_release() works as before.
  *  - So does whatever pollcore accepted: a submission still in a worker's
  *    ring, a message in the backlog or on the wire, an operation until its
- *    done() returned. The worker frees a connection only after DOWN, once
- *    all of these and all its messages came back, so no call this rule
- *    allows can meet a freed connection.
+ *    done() returned. The worker retires a connection (destroys its QP)
+ *    only after DOWN, once all of these and all its messages came back.
  *  - Cost: pc_msg_alloc() and pc_rdma() from a thread other than the owning
  *    worker, and a pc_send() to a connection other than the message's own,
- *    add one relaxed atomic increment, on a cache line of the connection
- *    that only application threads write. Nothing else on the hot path.
+ *    add one atomic increment, on a cache line of the connection that only
+ *    application threads write. pc_conn_get() and pc_conn_put() are one
+ *    atomic each, on the same line. Nothing else on the hot path.
  *
  * A device removed while the engine runs (rdma_cm's DEVICE_REMOVAL, the
  * device's IBV_EVENT_DEVICE_FATAL, or its uverbs device gone from sysfs):
@@ -272,7 +287,8 @@ struct pc_device_params {
  *                 should own a new connection on @device (a worker of that
  *                 device), or -1 for the least-loaded one. Control thread.
  * @on_conn: connection up/down, on the owning worker. Once DOWN returns the
- *           handle must not be named again (see "Lifetime" above); DOWN
+ *           handle may be used only through a reference (pc_conn_get()
+ *           in UP, or pc_connect()'s; see "Lifetime" above); DOWN
  *           follows every UP, and no callback comes for a connection that
  *           never was UP. During DOWN, pc_last_error() says why it closed,
  *           naming device, port and QP (the peer disconnected, pc_close(),
@@ -382,11 +398,11 @@ PC_API struct pc_conn *pc_connect(struct pc_engine *e, const char *addr, uint16_
 				  int timeout_ms, void *user);
 
 /**
- * pc_close - start closing a connection (disconnect, drain, free).
- * @conn: a live connection (on_conn(DOWN) has not returned); no messages
- *        may be sent on it afterwards.
+ * pc_close - start closing a connection (disconnect, drain, retire).
+ * @conn: a handle the caller may use (see "Lifetime" above).
  *
- * PC_CONN_DOWN follows on its worker once drained. Idempotent.
+ * Any thread. PC_CONN_DOWN follows on its worker once drained. The handle
+ * stays valid as long as references to it are held.
  *
  * Messages that pc_send() accepted (returned 0) and that have not reached
  * the peer when the queue pair goes to ERR (waiting for credits or
@@ -397,20 +413,24 @@ PC_API struct pc_conn *pc_connect(struct pc_engine *e, const char *addr, uint16_
  * the connection. Applications that need every message through wait for
  * their answers before closing.
  *
- * Return: 0 or a negative errno.
+ * Return: 0 when this call started the close; -EALREADY when a close was
+ * already under way or done (asked before, by the application, the peer,
+ * an error or the engine).
  */
 PC_API int pc_close(struct pc_conn *conn);
 
 /**
  * pc_msg_alloc - a send buffer for @conn.
- * @conn: a live connection (on_conn(DOWN) has not returned).
+ * @conn: a handle the caller may use (see "Lifetime" above).
  *
- * The buffer keeps @conn allocated until it is given back (sent or
- * released), even past DOWN.
+ * The owning worker, or a thread attached with pc_app_attach(). The buffer
+ * keeps @conn allocated until it is given back (sent or released), even
+ * past DOWN.
  *
  * Return: a message with len 0 and cap msg_size, or NULL with errno ENOBUFS
- * (backpressure: send buffers are all in flight or held) or ENOTCONN (the
- * connection is closing).
+ * (backpressure: send buffers are all in flight or held), ENOTCONN (the
+ * connection is closing or closed) or EPERM (the thread is neither the
+ * owning worker nor attached).
  */
 PC_API struct pc_msg *pc_msg_alloc(struct pc_conn *conn);
 
@@ -428,8 +448,9 @@ PC_API struct pc_msg *pc_msg_alloc(struct pc_conn *conn);
  * Return: 0; -ENOBUFS when the submission ring is full (any thread but the
  * owning worker; the message is still yours, retry); -ENOTCONN when the
  * connection is closing or closed (the message is released); -EMSGSIZE
- * when len > cap or more than the peer accepts (the message is still
- * yours).
+ * when len > cap or more than the peer accepts, -EXDEV when msg->conn was
+ * set to a connection of another worker, -EINVAL when the data pointer was
+ * moved (in these three cases the message is still yours).
  */
 PC_API int pc_send(struct pc_msg *msg);
 
@@ -452,9 +473,11 @@ PC_API int pc_call(struct pc_msg *msg, uint64_t *req_id);
 
 /**
  * pc_reply - answer a request in place: @req's buffer carries the response.
- * @req: a received PC_MSG_REQUEST; set data/len to the response first.
+ * @req: a received PC_MSG_REQUEST; write the response into its data (up to
+ *       cap bytes) and set len first. The data pointer must not move.
  *
- * Return: as pc_send().
+ * Return: as pc_send(); -EINVAL when @req is not a request or its data
+ * pointer was moved.
  */
 PC_API int pc_reply(struct pc_msg *req);
 
@@ -472,21 +495,19 @@ PC_API int pc_msg_release(struct pc_msg *msg);
  * @op: operation; must stay valid until op->done is called.
  *
  * Every outcome is reported once: when 0 is returned, through op->done
- * (-ENOTCONN there when the operation reaches a connection that is already
- * closing, which a call from an app thread can race with, although it was
- * made before DOWN returned; -ECANCELED when the connection closed while
- * the operation was accepted but not done; on the owning worker, done may
- * run before pc_rdma() returns); otherwise op->done is never called. The
- * lifetime rule above holds for the call: neither code means a call after
- * DOWN is allowed.
+ * (-ENOTCONN there when the operation reaches a connection that started
+ * closing after the call; -ECANCELED when the connection closed while the
+ * operation was accepted but not done; on the owning worker, done may run
+ * before pc_rdma() returns); otherwise op->done is never called.
  *
- * Return: 0, -ENOBUFS (ring full, retry), -EINVAL.
+ * Return: 0, -ENOBUFS (ring full, retry), -ENOTCONN (from a thread other
+ * than the owning worker: the connection is closing or closed), -EINVAL.
  */
 PC_API int pc_rdma(struct pc_conn *conn, struct pc_op *op);
 
 /**
  * pc_mem_reg - register application memory on the device of @conn.
- * @conn: any connection of the device.
+ * @conn: a connection of the device, not closing (see "Lifetime" above).
  * @addr: memory.
  * @len: bytes.
  * @access: least access needed (IBV_ACCESS_*).
@@ -501,7 +522,8 @@ PC_API int pc_rdma(struct pc_conn *conn, struct pc_op *op);
  * after @conn closes; released by pc_mem_dereg(), which must happen before
  * the device can be removed (docs/reliability.md).
  *
- * Return: an opaque handle, or NULL with errno set.
+ * Return: an opaque handle, or NULL with errno set: ENOTCONN when @conn
+ * is closing or closed, else ibv_reg_mr()'s errno.
  */
 PC_API void *pc_mem_reg(struct pc_conn *conn, void *addr, size_t len, int access, uint32_t *lkey,
 			uint32_t *rkey);
@@ -541,6 +563,32 @@ PC_API int pc_app_attach(struct pc_engine *e, unsigned int idx);
  * Return: number of messages (0 when none, or when not attached).
  */
 PC_API unsigned int pc_app_poll(struct pc_engine *e, struct pc_msg **msgs, unsigned int n);
+
+/**
+ * pc_conn_get - take a reference to a connection handle.
+ * @conn: a handle the caller may use now: one it owns a reference to, the
+ *        one on_conn() or on_msg() (msg->conn) was given, or one met in
+ *        pc_engine_for_each_conn().
+ *
+ * Any thread. While the reference is held, @conn stays allocated, past
+ * its DOWN and past pc_engine_destroy(): calls that name it are safe, and
+ * those that need a live connection return -ENOTCONN (or NULL with errno
+ * ENOTCONN) once it is closing. pc_conn_user() and pc_conn_info() (its
+ * final counts) keep working.
+ *
+ * Return: @conn.
+ */
+PC_API struct pc_conn *pc_conn_get(struct pc_conn *conn);
+
+/**
+ * pc_conn_put - drop a reference taken with pc_conn_get() or returned by
+ * pc_connect().
+ * @conn: the handle, or NULL.
+ *
+ * Any thread, also after pc_engine_destroy(). The last reference frees the
+ * handle; it never closes the connection (pc_close() does).
+ */
+PC_API void pc_conn_put(struct pc_conn *conn);
 
 /**
  * pc_conn_user - the @user pointer given at pc_connect() (or set with
@@ -583,11 +631,10 @@ struct pc_conn_info {
 
 /**
  * pc_conn_info - sample a connection's identity and counters.
- * @conn: connection.
+ * @conn: a handle the caller may use (see "Lifetime" above).
  * @info: filled in (counters are relaxed snapshots).
  *
- * Any thread while the handle is valid, i.e. until on_conn(DOWN) returns
- * (in DOWN itself too: the final counts, msgs_dropped included).
+ * Any thread. From DOWN on, the final counts, msgs_dropped included.
  */
 PC_API void pc_conn_info(const struct pc_conn *conn, struct pc_conn_info *info);
 
