@@ -136,11 +136,23 @@ static void pair(struct pc_engine **srv, struct pc_engine **cli)
 	ck_assert_int_eq(pc_app_attach(*cli, 0), 0);
 }
 
+/* Handles of this test, dropped after its engines are gone (they outlive them). */
+static struct pc_conn *handles[64];
+static unsigned int nhandles;
+
+static void handles_put(void)
+{
+	while (nhandles)
+		pc_conn_put(handles[--nhandles]);
+}
+
 static struct pc_conn *connect_one(struct pc_engine *srv, struct pc_engine *cli)
 {
 	struct pc_conn *c = pc_connect(cli, pc_test_addr(), pc_listen_port(srv), -1, 20000, NULL);
 
 	ck_assert_msg(c, "connect: %s", pc_last_error());
+	ck_assert_uint_lt(nhandles, 64);
+	handles[nhandles++] = c;
 	return c;
 }
 
@@ -203,6 +215,7 @@ START_TEST(test_no_message_before_up)
 	ck_assert_uint_eq(atomic_load(&srv_down), CONNS);
 	pc_engine_destroy(cli);
 	pc_engine_destroy(srv);
+	handles_put();
 }
 END_TEST
 
@@ -224,6 +237,7 @@ START_TEST(test_rdma_on_closed_reports_once)
 	ck_assert_int_eq(atomic_load(&rdma_done_status), -ENOTCONN);
 	pc_engine_destroy(cli);
 	pc_engine_destroy(srv);
+	handles_put();
 }
 END_TEST
 
@@ -257,6 +271,7 @@ START_TEST(test_unknown_response_closes)
 	ck_assert_uint_eq(atomic_load(&cli_down), 1);
 	pc_engine_destroy(cli);
 	pc_engine_destroy(srv);
+	handles_put();
 }
 END_TEST
 
@@ -293,6 +308,7 @@ START_TEST(test_close_counts_dropped)
 	ck_assert_uint_eq(ws.msgs_dropped, atomic_load(&cli_dropped));
 	pc_engine_destroy(cli);
 	pc_engine_destroy(srv);
+	handles_put();
 }
 END_TEST
 
@@ -406,6 +422,7 @@ START_TEST(test_poll_errors_said_once)
 	ck_assert_uint_eq(atomic_load(&cli_msgs), 101);
 	pc_engine_destroy(cli);
 	pc_engine_destroy(srv);
+	handles_put();
 	pc_log_set_sink(NULL, NULL);
 	ctx->ops.poll_cq = real_poll_cq;
 	rdma_free_devices(ctxs);
@@ -532,6 +549,7 @@ START_TEST(test_foreign_srq_event_ignored)
 	free(canary);
 	pc_engine_destroy(cli);
 	pc_engine_destroy(srv);
+	handles_put();
 }
 END_TEST
 

@@ -328,6 +328,9 @@ static struct pc_engine *client_start(unsigned int workers, uint16_t port)
 
 	ck_assert_msg(e, "client: %s", pc_last_error());
 	ck_assert_int_eq(pc_app_attach(e, 0), 0);
+	/* the previous test's handles (pc_connect()'s references) */
+	for (i = 0; i < NCONN; i++)
+		pc_conn_put(cc[i].conn);
 	memset(cc, 0, sizeof(cc));
 	for (i = 0; i < NCONN; i++) {
 		cc[i].id = i;
