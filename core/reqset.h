@@ -9,8 +9,8 @@
  * are sequential per connection, so the identity hash spreads them
  * perfectly while they span less than the table; 0 marks an empty slot
  * (request ids start at 1, so a response naming id 0 is unknown). Each id
- * carries a value (the engine: when the request was made), which moves
- * with it.
+ * carries a value (the engine: when the request was made) and a pointer
+ * (the engine: the call it completes), which move with it.
  *
  * Owner: one worker thread; no concurrency.
  */
@@ -27,6 +27,7 @@
 struct reqent {
 	uint64_t id;
 	uint64_t val;
+	void *ptr;	/* the engine: the call's request (pc_call() with a completion), or NULL */
 };
 
 struct reqset {
@@ -58,8 +59,8 @@ static inline void reqset_free(struct reqset *s)
 	s->slot = NULL;
 }
 
-/* Adds @id with @val; false if it is 0, already there, or the set is full. */
-static inline bool reqset_add(struct reqset *s, uint64_t id, uint64_t val)
+/* Adds @id with @val and @ptr; false if it is 0, already there, or the set is full. */
+static inline bool reqset_add_ptr(struct reqset *s, uint64_t id, uint64_t val, void *ptr)
 {
 	uint32_t i = (uint32_t)id & s->mask;
 
@@ -68,16 +69,34 @@ static inline bool reqset_add(struct reqset *s, uint64_t id, uint64_t val)
 	for (; s->slot[i].id; i = (i + 1) & s->mask)
 		if (s->slot[i].id == id)
 			return false;
-	s->slot[i] = (struct reqent){ id, val };
+	s->slot[i] = (struct reqent){ id, val, ptr };
 	s->n++;
 	return true;
 }
 
+static inline bool reqset_add(struct reqset *s, uint64_t id, uint64_t val)
+{
+	return reqset_add_ptr(s, id, val, NULL);
+}
+
+/* The entry of @id, to read or change its value and pointer in place; NULL if none. */
+static inline struct reqent *reqset_find(struct reqset *s, uint64_t id)
+{
+	uint32_t i = (uint32_t)id & s->mask;
+
+	if (!id)
+		return NULL;
+	for (; s->slot[i].id; i = (i + 1) & s->mask)
+		if (s->slot[i].id == id)
+			return &s->slot[i];
+	return NULL;
+}
+
 /*
- * Removes @id, giving its value in @val (unless NULL); false if it was not
+ * Removes @id, giving its entry in @out (unless NULL); false if it was not
  * there (a response nobody asked for).
  */
-static inline bool reqset_del(struct reqset *s, uint64_t id, uint64_t *val)
+static inline bool reqset_take(struct reqset *s, uint64_t id, struct reqent *out)
 {
 	uint32_t i = (uint32_t)id & s->mask, j, home;
 
@@ -86,8 +105,8 @@ static inline bool reqset_del(struct reqset *s, uint64_t id, uint64_t *val)
 	for (; s->slot[i].id != id; i = (i + 1) & s->mask)
 		if (!s->slot[i].id)
 			return false;
-	if (val)
-		*val = s->slot[i].val;
+	if (out)
+		*out = s->slot[i];
 	/* shift back every later entry of the run that may move into the hole */
 	for (j = i;;) {
 		j = (j + 1) & s->mask;
@@ -100,8 +119,20 @@ static inline bool reqset_del(struct reqset *s, uint64_t id, uint64_t *val)
 		s->slot[i] = s->slot[j];
 		i = j;
 	}
-	s->slot[i] = (struct reqent){ 0, 0 };
+	s->slot[i] = (struct reqent){ 0, 0, NULL };
 	s->n--;
+	return true;
+}
+
+/* reqset_take(), giving only the value. */
+static inline bool reqset_del(struct reqset *s, uint64_t id, uint64_t *val)
+{
+	struct reqent e;
+
+	if (!reqset_take(s, id, &e))
+		return false;
+	if (val)
+		*val = e.val;
 	return true;
 }
 

@@ -353,7 +353,7 @@ static void send_calls(unsigned int n, uint32_t from, uint32_t to, uint32_t size
 				usleep(50);
 			}
 			m->len = fill(m->data, size, i, seq);
-			while ((ret = pc_call(m, NULL)) == -ENOBUFS || ret == -EAGAIN) {
+			while ((ret = pc_call(m, NULL, NULL, 0, NULL)) == -ENOBUFS || ret == -EAGAIN) {
 				ck_assert_msg(now_ms() < end, "conn %u: cannot submit", i);
 				usleep(50);
 			}

@@ -88,6 +88,20 @@ bool conn_request_close(struct conn *c, struct ctl_inbox *control, int err, cons
 	return true;
 }
 
+void call_sent(struct pc_worker *w, struct conn *c, struct msg *m)
+{
+	(void)w;
+	(void)c;
+	(void)m;
+	ck_abort_msg("no call in these tests");
+}
+
+void calls_close(struct pc_worker *w, struct conn *c)
+{
+	(void)w;
+	(void)c;
+}
+
 void ctl_post(struct ctl_inbox *in, struct conn *c, enum ctl_kind kind)
 {
 	(void)in;

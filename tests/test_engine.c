@@ -299,7 +299,7 @@ static void send_seq(unsigned int i, uint32_t count, uint32_t size, bool rpc)
 		end = now_ms() + 120000;
 		m->len = fill(m->data, size, i, seq);
 		do {
-			ret = rpc ? pc_call(m, NULL) : pc_send(m);
+			ret = rpc ? pc_call(m, NULL, NULL, 0, NULL) : pc_send(m);
 			if (ret)
 				usleep(50);
 		} while ((ret == -ENOBUFS || ret == -EAGAIN) && now_ms() < end);

@@ -170,7 +170,7 @@ static int send_one(struct pc_conn *c, bool call)
 	}
 	memset(m->data, 0x42, 16);
 	m->len = 16;
-	while ((ret = call ? pc_call(m, NULL) : pc_send(m)) == -ENOBUFS || ret == -EAGAIN) {
+	while ((ret = call ? pc_call(m, NULL, NULL, 0, NULL) : pc_send(m)) == -ENOBUFS || ret == -EAGAIN) {
 		ck_assert(pc_test_now_ms() < end);
 		usleep(100);
 	}

@@ -364,7 +364,7 @@ static void send_requests(unsigned int i, uint32_t count)
 		for (k = sizeof(h); k < h.len; k++)
 			b[k] = req_byte(i, seq, k);
 		m->len = h.len;
-		while ((ret = pc_call(m, &id)) == -EAGAIN || ret == -ENOBUFS) {
+		while ((ret = pc_call(m, NULL, NULL, 0, &id)) == -EAGAIN || ret == -ENOBUFS) {
 			ck_assert_msg(pc_test_now_ms() < end, "conn %u: stuck at %u", i, seq);
 			usleep(50);
 		}

@@ -222,7 +222,7 @@ static void app_use(struct app *a, struct pc_conn *c, struct pc_msg **kept, stru
 		*kept = m;
 		return;
 	}
-	ret = r & 1 ? pc_call(m, NULL) : pc_send(m);
+	ret = r & 1 ? pc_call(m, NULL, NULL, 0, NULL) : pc_send(m);
 	if (ret == 0) {
 		a->sent++;
 		return;

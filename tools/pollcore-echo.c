@@ -387,7 +387,7 @@ static int cli_send_next(struct cconn *x, struct pc_msg *m)
 	pat_fill(m->data, m->len, x->id, x->sent);
 	f->seq = x->sent;
 	f->t0 = now_ns();
-	ret = pc_call(m, &req_id);
+	ret = pc_call(m, NULL, NULL, 0, &req_id);
 	if (pc_unlikely(ret)) {
 		cli_fail(x, "connection %u: pc_call of request %u failed: %s", x->id, x->sent,
 			 ret == -EAGAIN ? "request window full" : pc_last_error());
@@ -570,7 +570,7 @@ static int kick(struct client *cl)
 		m->len = cl->size;
 		pat_fill(m->data, m->len, x->id, 0);
 		x->fl[0].t0 = now_ns();
-		while ((ret = pc_call(m, NULL)) == -ENOBUFS)
+		while ((ret = pc_call(m, NULL, NULL, 0, NULL)) == -ENOBUFS)
 			usleep(100);
 		if (ret) {
 			fprintf(stderr, PROG " client: connection %u: first request failed: %s\n",

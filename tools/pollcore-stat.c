@@ -399,10 +399,11 @@ static void print_conns(struct seg *g)
 	uint64_t now = mono_ns();
 
 	print_header_line(g);
-	printf("%5s %6s %8s %-8s %-28s %9s %9s %11s %11s %6s %7s %7s %8s %5s %7s %4s %5s %8s\n",
+	printf("%5s %6s %8s %-8s %-28s %9s %9s %11s %11s %6s %7s %7s %8s %5s %7s %4s %5s %8s %6s %4s "
+	       "%8s\n",
 	       "slot", "worker", "qp", "state", "peer", "msgs_out", "msgs_in", "bytes_out",
 	       "bytes_in", "cstall", "sqstall", "backlog", "inflight", "held", "dropped", "rnr",
-	       "retry", "age_s");
+	       "retry", "timeouts", "cancel", "late", "age_s");
 	for (slot = 0; slot < nslots; slot++) {
 		struct pc_stats_conn c;
 		char peer[48];
@@ -418,11 +419,12 @@ static void print_conns(struct seg *g)
 		snprintf(peer, sizeof(peer), "%s%s%u", c.peer, c.raw ? " raw:" : ":", c.peer_port);
 		printf("%5u %6u %#8x %-8s %-28s %9" PRIu64 " %9" PRIu64 " %11" PRIu64 " %11" PRIu64
 		       " %6" PRIu64 " %7" PRIu64 " %7u %8u %5u %7" PRIu64 " %4" PRIu64 " %5" PRIu64
-		       " %8.1f\n",
+		       " %8" PRIu64 " %6" PRIu64 " %4" PRIu64 " %8.1f\n",
 		       slot, c.worker, c.qp_num, conn_state_str(c.state), peer, c.msgs_sent,
 		       c.msgs_recv, c.bytes_sent, c.bytes_recv, c.credit_stalls, c.sq_stalls,
 		       c.backlog, c.inflight_req, c.held, c.msgs_dropped, c.rnr_errors,
-		       c.retry_errors, now > c.since_ns ? (double)(now - c.since_ns) / 1e9 : 0.0);
+		       c.retry_errors, c.call_timeouts, c.call_cancels, c.late_responses,
+		       now > c.since_ns ? (double)(now - c.since_ns) / 1e9 : 0.0);
 		shown++;
 	}
 	if (!shown)
@@ -534,12 +536,14 @@ static void json_conns(struct seg *g, uint64_t now)
 		       ", \"bytes_recv\": %" PRIu64 ", \"credit_stalls\": %" PRIu64
 		       ", \"sq_stalls\": %" PRIu64 ", \"msgs_dropped\": %" PRIu64
 		       ", \"rnr_errors\": %" PRIu64 ", \"retry_errors\": %" PRIu64
+		       ", \"call_timeouts\": %" PRIu64 ", \"call_cancels\": %" PRIu64
+		       ", \"late_responses\": %" PRIu64
 		       ", \"backlog\": %u, \"inflight_req\": %u, \"held\": %u}",
 		       c.peer_port, c.raw ? "true" : "false", c.passive ? "true" : "false",
 		       now > c.since_ns ? (double)(now - c.since_ns) / 1e6 : 0.0, c.msgs_sent,
 		       c.msgs_recv, c.bytes_sent, c.bytes_recv, c.credit_stalls, c.sq_stalls,
-		       c.msgs_dropped, c.rnr_errors, c.retry_errors, c.backlog, c.inflight_req,
-		       c.held);
+		       c.msgs_dropped, c.rnr_errors, c.retry_errors, c.call_timeouts,
+		       c.call_cancels, c.late_responses, c.backlog, c.inflight_req, c.held);
 		sep = ", ";
 	}
 	printf("]");

@@ -160,6 +160,7 @@ enum wr_action {
 	ACT_SEND = 1,	/* 0 stays invalid: a zeroed context is caught */
 	ACT_RELEASE,
 	ACT_RDMA,
+	ACT_CANCEL,	/* pc_call_cancel(): the message carries the id (pub.req_id) */
 };
 
 struct wr_ctx {
@@ -298,6 +299,11 @@ struct conn {
 	struct reqset reqs;
 	uint64_t req_answered;	/* responses matched; pc_call() reads it relaxed */
 	uint32_t inflight_req;
+	/* calls with a completion (calls.c) */
+	uint32_t calls_timed;	/* with a deadline, not ended */
+	uint32_t unanswered;	/* ended by a deadline or a cancel, their response still due */
+	struct conn *calls_next;	/* on w->call_conns while calls_timed */
+	bool on_call_list;
 	/* app */
 	unsigned int app_slot;
 	uint32_t held;
@@ -406,7 +412,8 @@ static_assert(offsetof(struct conn, w) == 2 * PC_CACHELINE,
  */
 #define CONN_COUNTERS(X) \
 	X(msgs_sent) X(msgs_recv) X(bytes_sent) X(bytes_recv) X(credit_stalls) X(sq_stalls) \
-	X(msgs_dropped) X(rnr_errors) X(retry_errors)
+	X(msgs_dropped) X(rnr_errors) X(retry_errors) X(call_timeouts) X(call_cancels) \
+	X(late_responses)
 #define CONN_GAUGES(X) X(backlog) X(inflight_req) X(held)
 
 /* @c's gauge @f changed: one relaxed store into its stats slot. Owning worker. */

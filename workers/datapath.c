@@ -144,17 +144,11 @@ void dp_msg_release(struct pc_worker *w, struct msg *m)
 	}
 }
 
-/* Hands a received message to the application, in order, never dropping it. */
-static void deliver(struct pc_worker *w, const struct pc_engine_params *p, struct conn *c,
-		    struct msg *m)
+/* Ring mode: hands @m to application slot @slot, in order, never dropping it. */
+void dp_deliver_slot(struct pc_worker *w, unsigned int slot, struct msg *m)
 {
-	struct chan *ch;
+	struct chan *ch = &w->chans[slot];
 
-	if (p->handoff == PC_HANDOFF_HANDLER) {
-		p->on_msg(&m->pub, p->arg);
-		return;
-	}
-	ch = &w->chans[c->app_slot];
 	if (pc_likely(!ch->ovf_head) && pc_ring_spsc_enqueue(ch->to_app, &m->pub) == 0)
 		return;
 	/* the application is behind: keep it here, in order, and say so */
@@ -164,8 +158,18 @@ static void deliver(struct pc_worker *w, const struct pc_engine_params *p, struc
 	*ch->ovf_tail = &m->ctx;
 	ch->ovf_tail = &m->ctx.next;
 	ch->ovf++;
-	PC_PROBE(handoff_full, c->app_slot, ch->ovf);
+	PC_PROBE(handoff_full, slot, ch->ovf);
 	STAT_ADD(w->st.handoff_full, 1);
+}
+
+/* Hands a received message to the application, in order, never dropping it. */
+static inline void deliver(struct pc_worker *w, const struct pc_engine_params *p, struct conn *c,
+			   struct msg *m)
+{
+	if (p->handoff == PC_HANDOFF_HANDLER)
+		p->on_msg(&m->pub, p->arg);
+	else
+		dp_deliver_slot(w, c->app_slot, m);
 }
 
 void dp_deliver_overflow(struct pc_worker *w)
@@ -227,13 +231,14 @@ void dp_topup_txfree(struct pc_worker *w)
 
 /*
  * Takes @req_id out of @c's requests in flight, and counts its round trip;
- * false (error set) if it was not there.
+ * false (error set) if it was not there. @call: its call (calls.c), or NULL.
  */
-static bool response_matches(struct pc_worker *w, struct conn *c, uint64_t req_id)
+static bool response_matches(struct pc_worker *w, struct conn *c, uint64_t req_id, void **call)
 {
-	uint64_t t_call = 0, now;
+	struct reqent e;
+	uint64_t now;
 
-	if (pc_unlikely(!reqset_del(&c->reqs, req_id, &t_call))) {
+	if (pc_unlikely(!reqset_take(&c->reqs, req_id, &e))) {
 		pc_set_error(-EPROTO,
 			     "%s port %u qp 0x%x: response to request id %llu, which awaits none; closing",
 			     w->dev->name, w->dev->port, c->qpn, (unsigned long long)req_id);
@@ -243,7 +248,8 @@ static bool response_matches(struct pc_worker *w, struct conn *c, uint64_t req_i
 	CONN_GAUGE_SET(c, inflight_req);
 	STAT_ADD(c->req_answered, 1);
 	now = worker_now_batch(w);
-	wstats_rpc(&w->ws, now > t_call ? stats_ticks_ns(now - t_call) : 0);
+	wstats_rpc(&w->ws, now > e.val ? stats_ticks_ns(now - e.val) : 0);
+	*call = e.ptr;
 	return true;
 }
 
@@ -253,6 +259,7 @@ static void dp_recv(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
 	struct conn *c = dp_conn_of_qpn(w, wc->qp_num);
 	struct wire_hdr h;
 	uint32_t len = wc->byte_len;
+	void *call = NULL;
 
 	if (pc_unlikely(m->in_rq)) {
 		m->in_rq = 0;
@@ -343,7 +350,7 @@ static void dp_recv(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
 		m->pub.len = len - HDR;
 		m->pub.type = h.type;
 		m->pub.req_id = h.req_id;
-		if (h.type == PC_MSG_RESPONSE && pc_unlikely(!response_matches(w, c, h.req_id))) {
+		if (h.type == PC_MSG_RESPONSE && pc_unlikely(!response_matches(w, c, h.req_id, &call))) {
 			dp_msg_release(w, m);
 			drain_fail(w, c, -EPROTO);
 			return;
@@ -367,7 +374,10 @@ static void dp_recv(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
 		dp_msg_release(w, m);
 		return;
 	}
-	deliver(w, p, c, m);
+	if (pc_unlikely(call != NULL))
+		call_answer(w, c, m, call);
+	else
+		deliver(w, p, c, m);
 }
 
 /* After on_conn(UP): the messages that arrived before it, in order. */
@@ -415,12 +425,19 @@ static void sq_done(void *arg, void *vctx, bool failed)
 	if (ctx->kind != WR_MARKER)
 		ra->w->sq_wrs--;
 	switch (ctx->kind) {
-	case WR_MSG:
+	case WR_MSG: {
+		struct msg *m = pc_container_of(ctx, struct msg, ctx);
+
 		/* flushed or failed: not known to have arrived */
 		if (failed)
 			dp_count_dropped(ra->w, ctx->conn, 1);
-		dp_msg_release(ra->w, pc_container_of(ctx, struct msg, ctx));
+		/* a call's request stays with its call until that ends */
+		if (pc_unlikely(m->call_done != NULL))
+			call_sent(ra->w, ctx->conn, m);
+		else
+			dp_msg_release(ra->w, m);
 		break;
+	}
 	case WR_OP:
 		op = op_of_ctx(ctx);
 		op->done(op, failed ? ra->err : 0);

@@ -294,19 +294,24 @@ int dp_send(struct pc_worker *w, struct msg *m)
 	struct conn *c = m->ctx.conn;
 
 	if (pc_unlikely(!conn_accepts(c))) {
+		m->call_done = NULL;
 		dp_msg_release(w, m);
 		return -ENOTCONN;
 	}
 	if (m->pub.type == PC_MSG_REQUEST && !c->raw) {
 		/* pc_call() keeps the window, so this fails only for an id used twice */
-		if (pc_unlikely(!reqset_add(&c->reqs, m->pub.req_id, m->t_call))) {
+		if (pc_unlikely(!reqset_add_ptr(&c->reqs, m->pub.req_id, m->t_call,
+						m->call_done ? m : NULL))) {
 			pc_warn("%s qp 0x%x: request id %llu already in flight; message released",
 				w->dev->name, c->qpn, (unsigned long long)m->pub.req_id);
+			m->call_done = NULL;
 			dp_msg_release(w, m);
 			return -EINVAL;
 		}
 		STAT_ADD(c->inflight_req, 1);
 		CONN_GAUGE_SET(c, inflight_req);
+		if (m->call_done)
+			call_begin(w, c, m);
 	}
 	backlog_add(c, &m->ctx);
 	if (c->state == CONN_UP)
@@ -336,11 +341,26 @@ void dp_submit(struct pc_worker *w, struct wr_ctx *ctx)
 
 	ctx->ref = 0;
 	switch (ctx->action) {
-	case ACT_SEND:
+	case ACT_SEND: {
+		struct msg *m = pc_container_of(ctx, struct msg, ctx);
+
 		/* pc_send() returned 0 for it already: a refusal now is a drop */
-		if (dp_send(w, pc_container_of(ctx, struct msg, ctx)))
+		if (pc_unlikely(!conn_accepts(c) && m->call_done)) {
+			/* ... and pc_call() promised its completion: the request comes back */
 			dp_count_dropped(w, c, 1);
+			call_refused(w, m);
+		} else if (dp_send(w, m)) {
+			dp_count_dropped(w, c, 1);
+		}
 		break;
+	}
+	case ACT_CANCEL: {
+		struct msg *m = pc_container_of(ctx, struct msg, ctx);
+
+		call_cancel(w, c, m->pub.req_id);
+		dp_msg_release(w, m);
+		break;
+	}
 	case ACT_RELEASE:
 		dp_msg_release(w, pc_container_of(ctx, struct msg, ctx));
 		break;

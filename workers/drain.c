@@ -67,8 +67,14 @@ static void backlog_cancel(struct pc_worker *w, struct conn *c)
 		struct wr_ctx *next = ctx->next;
 
 		if (ctx->kind == WR_MSG) {
+			struct msg *m = pc_container_of(ctx, struct msg, ctx);
+
 			dp_count_dropped(w, c, 1);
-			dp_msg_release(w, pc_container_of(ctx, struct msg, ctx));
+			/* a call's request: calls_close() ended it, this gives it back */
+			if (m->call_done)
+				call_sent(w, c, m);
+			else
+				dp_msg_release(w, m);
 		} else {
 			struct pc_op *op = op_of_ctx(ctx);
 
@@ -95,6 +101,9 @@ void drain_begin(struct pc_worker *w, struct conn *c)
 	ret = qp_to_err(w->dev, c->qp);
 	if (ret)
 		pc_debug("%s qp 0x%x: to ERR: %s", w->dev->name, c->qpn, pc_last_error());
+	/* first: the backlog and the flushes then give the requests' buffers back */
+	if (!c->raw)
+		calls_close(w, c);
 	backlog_cancel(w, c);
 	/* never UP: what arrived before goes back unseen (no DOWN will follow) */
 	if (c->early_head)

@@ -6,6 +6,7 @@
  */
 #include "engine_pvt.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +55,7 @@ static int params_normalise(struct pc_engine_params *p)
 	DEFAULT(min_window, 1);
 	DEFAULT(ring_size, 1024);
 	DEFAULT(max_conns_per_worker, 1024);
+	DEFAULT(max_unanswered, p->window);
 	DEFAULT(idle_spins, 1000);
 	DEFAULT(keepalive_ms, 2000);
 	p->sq_depth = (uint32_t)pc_align_pow2(p->sq_depth);
@@ -525,6 +527,7 @@ struct pc_msg *pc_msg_alloc(struct pc_conn *pconn)
 	m->pub.len = 0;
 	m->pub.type = PC_MSG_ONEWAY;
 	m->pub.req_id = 0;
+	m->call_done = NULL;
 	m->ctx.conn = c;
 	m->origin = c;
 	msg_bind(m, c);
@@ -555,6 +558,9 @@ static int msg_submit(struct pc_msg *pm, uint8_t type)
 		return ret ? ret : -ENOTCONN;
 	}
 	pm->type = type;
+	/* pc_call() set the call up; any other send carries none */
+	if (type != PC_MSG_REQUEST)
+		m->call_done = NULL;
 	m->ctx.conn = c;
 	m->ctx.action = ACT_SEND;
 	/* a message keeps its origin alive; sent elsewhere, the entry keeps the target */
@@ -578,11 +584,27 @@ static uint64_t calls_open(const struct conn *c, uint64_t next)
 	       __atomic_load_n(&c->req_abandoned, __ATOMIC_RELAXED);
 }
 
-int pc_call(struct pc_msg *msg, uint64_t *req_id)
+int pc_call(struct pc_msg *msg, pc_call_fn done, void *arg, uint32_t timeout_ms,
+	    uint64_t *req_id)
 {
 	struct conn *c = (struct conn *)msg->conn;
-	uint64_t id = __atomic_load_n(&c->next_req_id, __ATOMIC_RELAXED);
+	struct msg *m = msg_of(msg);
+	uint64_t id;
 	int ret;
+
+	if (pc_unlikely(!done && timeout_ms))
+		return pc_set_error(-EINVAL, "pc_call: a deadline needs a completion");
+	if (pc_unlikely(done && c->raw))
+		return pc_set_error(-EINVAL, "%s qp 0x%x: pc_call with a completion on a raw peer, "
+				    "which sends no responses", c->devname, c->qpn);
+	m->call_done = done;
+	if (done) {
+		m->call_arg = arg;
+		/* the coarse clock (vDSO, no system call), and only for calls that have one */
+		m->call_deadline = timeout_ms ? coarse_ns() + (uint64_t)timeout_ms * 1000000 : 0;
+		m->call_slot = self_worker == c->w ? -1 : (int16_t)app_slot(c->e);
+	}
+	id = __atomic_load_n(&c->next_req_id, __ATOMIC_RELAXED);
 
 	/* the window is exact: the worker's table of ids in flight never overflows */
 	do {
@@ -596,6 +618,8 @@ int pc_call(struct pc_msg *msg, uint64_t *req_id)
 									 : stats_ticks();
 	ret = msg_submit(msg, PC_MSG_REQUEST);
 	if (ret) {
+		/* still the caller's, or released: no completion either way */
+		m->call_done = NULL;
 		/* give the id back; if another thread took the next one, count it abandoned */
 		uint64_t next = id + 1;
 
@@ -608,6 +632,34 @@ int pc_call(struct pc_msg *msg, uint64_t *req_id)
 	if (req_id)
 		*req_id = id;
 	return 0;
+}
+
+int pc_call_cancel(struct pc_conn *pconn, uint64_t req_id)
+{
+	struct conn *c = (struct conn *)pconn;
+	struct pc_worker *w = c->w;
+	struct pc_msg *pm;
+	struct msg *m;
+	int ret;
+
+	if (self_worker == w) {
+		call_cancel(w, c, req_id);
+		return 0;
+	}
+	/* a send buffer carries the id to the worker, as a message would */
+	pm = pc_msg_alloc(pconn);
+	if (!pm)
+		return -errno;
+	m = msg_of(pm);
+	pm->req_id = req_id;
+	m->ctx.action = ACT_CANCEL;
+	ret = route(w, &m->ctx, false);
+	if (ret) {
+		/* the ring is full: the worker is emptying it, and the buffer must go back */
+		while (pc_msg_release(pm) == -ENOBUFS)
+			sched_yield();
+	}
+	return ret;
 }
 
 int pc_reply(struct pc_msg *req)
@@ -706,19 +758,45 @@ int pc_app_attach(struct pc_engine *e, unsigned int idx)
 	return 0;
 }
 
-unsigned int pc_app_poll(struct pc_engine *e, struct pc_msg **msgs, unsigned int n)
+/*
+ * Runs the call completions among @msgs[@from..@to) and closes the gaps;
+ * returns how many messages are left.
+ */
+static unsigned int run_completions(struct pc_msg **msgs, unsigned int from, unsigned int to)
+{
+	unsigned int i, k = from;
+
+	for (i = from; i < to; i++) {
+		struct msg *m = msg_of(msgs[i]);
+		pc_call_fn done = m->call_done;
+
+		if (pc_likely(!done)) {
+			msgs[k++] = msgs[i];
+			continue;
+		}
+		/* the message is the application's from here: it may call again with it */
+		m->call_done = NULL;
+		done(msgs[i], m->call_status, m->call_arg);
+	}
+	return k;
+}
+
+int pc_app_poll(struct pc_engine *e, struct pc_msg **msgs, unsigned int n)
 {
 	int slot = app_slot(e);
-	unsigned int got = 0, i;
+	unsigned int got = 0, i, k;
 
-	if (slot < 0 || e->p.handoff != PC_HANDOFF_RING)
-		return 0;
+	if (pc_unlikely(slot < 0))
+		return pc_set_error(-EPERM, "pc_app_poll: this thread is not attached (pc_app_attach())");
+	if (pc_unlikely(e->p.handoff != PC_HANDOFF_RING))
+		return pc_set_error(-EINVAL, "pc_app_poll: the engine is in handler mode");
 	for (i = 0; i < e->nworkers && got < n; i++) {
 		struct chan *ch = &e->workers[i].chans[slot];
 
-		got += pc_ring_spsc_dequeue_burst(ch->to_app, (void **)msgs + got, n - got);
+		k = pc_ring_spsc_dequeue_burst(ch->to_app, (void **)msgs + got, n - got);
+		got = run_completions(msgs, got, got + k);
 	}
-	return got;
+	return (int)got;
 }
 
 /* --- introspection --------------------------------------------------------------------- */

@@ -595,6 +595,8 @@ static unsigned int worker_turn(struct pc_worker *w, const struct pc_engine_para
 			dp_grant_wait_check(w);
 		if (pc_unlikely(w->retire_wait != NULL))
 			drain_retire_wait(w);
+		if (w->call_conns)
+			calls_expire(w);
 		work += worker_apply_ctl(w);
 	}
 

@@ -78,6 +78,18 @@ struct msg {
 	uint8_t in_srq;		/* posted on the SRQ (teardown reclaims it) */
 	uint8_t in_rq;		/* posted on a raw peer's own receive queue (rctx.conn) */
 	uint64_t t_call;	/* pc_call(): when, for the round-trip histogram */
+	/*
+	 * pc_call() with a completion (calls.c). On a request: the call,
+	 * from pc_call() until it ends; the worker keeps the buffer until
+	 * then. On a response, or a request given back: what the completion
+	 * is, until it runs (pc_app_poll(), or the worker). NULL otherwise.
+	 */
+	pc_call_fn call_done;
+	void *call_arg;
+	uint64_t call_deadline;	/* coarse_ns(); 0: none */
+	int32_t call_status;
+	int16_t call_slot;	/* the caller's application slot; -1: the worker */
+	uint8_t call_flags;	/* CALL_* (calls.c) */
 };
 
 static inline struct msg *msg_of(struct pc_msg *m)
@@ -181,6 +193,8 @@ struct pc_worker {
 	uint64_t grant_delay;	/* GRANT_DELAY_NS in ticks */
 	struct conn *draining;
 	struct conn *retire_wait;	/* DOWN, still referenced: looked at on housekeeping turns */
+	struct conn *call_conns;	/* conns with calls that have a deadline (calls.c) */
+	uint64_t call_due;	/* the earliest of those deadlines, coarse_ns() */
 	struct conn *cache[256];	/* qpn -> conn, direct-mapped, worker-owned */
 	struct wr_chain chain;
 	/* each rx buffer's SRQ receive, built once: a refill only links them */
@@ -337,6 +351,17 @@ struct msg *dp_tx_alloc(struct pc_worker *w);
 void dp_mark_dirty(struct pc_worker *w, struct conn *c);
 void dp_count_dropped(struct pc_worker *w, struct conn *c, uint32_t n);
 void dp_deliver_early(struct pc_worker *w, struct conn *c);
+void dp_deliver_slot(struct pc_worker *w, unsigned int slot, struct msg *m);
+
+/* calls.c (worker thread): pc_call() with a completion */
+#define CALL_LATE ((void *)1)	/* a reqset pointer: ended; drop the response, count it */
+void call_begin(struct pc_worker *w, struct conn *c, struct msg *m);
+void call_sent(struct pc_worker *w, struct conn *c, struct msg *m);
+void call_refused(struct pc_worker *w, struct msg *m);
+void call_answer(struct pc_worker *w, struct conn *c, struct msg *resp, void *call);
+void call_cancel(struct pc_worker *w, struct conn *c, uint64_t req_id);
+void calls_close(struct pc_worker *w, struct conn *c);
+void calls_expire(struct pc_worker *w);
 void dp_drop_early(struct pc_worker *w, struct conn *c);
 struct conn *dp_conn_lookup(struct pc_worker *w, uint32_t qpn);
 void msg_bind(struct msg *m, struct conn *c);

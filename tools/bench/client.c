@@ -174,7 +174,7 @@ static void rpc_response(struct bconn *x, struct pc_msg *m)
 		bench_stamp(m->data, size, x->sent);
 		m->len = size;
 		x->t0[x->slot_sent] = t;
-		ret = pc_call(m, NULL);
+		ret = pc_call(m, NULL, NULL, 0, NULL);
 		if (pc_unlikely(ret)) {
 			cli_fail(x, "connection %u: pc_call of request %" PRIu64 " failed: %s",
 				 x->id, x->sent, pc_last_error());
@@ -323,7 +323,7 @@ static int submit_wait(struct pc_msg *m, int (*fn)(struct pc_msg *))
 
 static int call_nowait(struct pc_msg *m)
 {
-	int ret = pc_call(m, NULL);
+	int ret = pc_call(m, NULL, NULL, 0, NULL);
 
 	return ret == -EAGAIN ? -ENOBUFS : ret;
 }

@@ -142,7 +142,7 @@ static int issue(struct client *cl)
 		blk_cmd_encode(&c, m->data);
 		m->len = sizeof(c);
 		s->t0 = blk_now_ns();
-		ret = pc_call(m, NULL);
+		ret = pc_call(m, NULL, NULL, 0, NULL);
 		if (pc_unlikely(ret)) {
 			cl->free_slots[cl->nfree++] = idx;
 			if (again)
@@ -339,7 +339,7 @@ static int cli_poll(void *arg)
 		memcpy(m->data, cl->sync_raw, cl->sync_len);
 		m->len = cl->sync_len;
 		atomic_store_explicit(&cl->sync_state, SYNC_SENT, memory_order_relaxed);
-		if (pc_call(m, NULL)) {
+		if (pc_call(m, NULL, NULL, 0, NULL)) {
 			pc_msg_release(m);
 			atomic_store_explicit(&cl->sync_state, SYNC_REQ, memory_order_relaxed);
 		}

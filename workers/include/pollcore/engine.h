@@ -262,6 +262,11 @@ struct pc_device_params {
  *                        every WR that can be outstanding: a connection is
  *                        refused when it would not (send WRs in flight
  *                        share what receives and drain markers leave).
+ * @max_unanswered: calls per connection that timed out or were cancelled
+ *                  and whose response never came, before the connection
+ *                  closes (-ETIMEDOUT, "N calls unanswered"); default
+ *                  @window (each holds a window slot: at @window the
+ *                  connection could make no call any more).
  * @idle: PC_IDLE_BUSY (default) or PC_IDLE_HYBRID.
  * @idle_spins: empty turns before sleeping (hybrid), default 1000.
  * @keepalive_ms: a connection on which nothing arrived for between this
@@ -319,6 +324,7 @@ struct pc_engine_params {
 	uint32_t raw_bufs;
 	uint32_t ring_size;
 	uint32_t max_conns_per_worker;
+	uint32_t max_unanswered;
 	enum pc_idle idle;
 	uint32_t idle_spins;
 	uint32_t keepalive_ms;
@@ -455,21 +461,69 @@ PC_API struct pc_msg *pc_msg_alloc(struct pc_conn *conn);
 PC_API int pc_send(struct pc_msg *msg);
 
 /**
- * pc_call - send @msg as a request; the response arrives as a message of
- * type PC_MSG_RESPONSE with the same req_id.
+ * typedef pc_call_fn - the completion of a pc_call().
+ * @msg: yours from now on, never NULL: the response (type
+ *       PC_MSG_RESPONSE) when @status is 0; otherwise the request given
+ *       back as it was sent (data and len unchanged), to send again or
+ *       to release.
+ * @status: 0; -ETIMEDOUT (its deadline passed); -ECANCELED
+ *          (pc_call_cancel()); -ENOTCONN (the connection closed first).
+ * @arg: pc_call()'s @arg.
+ *
+ * Runs exactly once per call that pc_call() accepted (returned 0): in
+ * handler mode on the connection's worker, in ring mode on the calling
+ * thread, inside its pc_app_poll() (a call made on a worker completes on
+ * that worker). A callback: keep it short, never block.
+ */
+typedef void (*pc_call_fn)(struct pc_msg *msg, int status, void *arg);
+
+/**
+ * pc_call - send @msg as a request and have @done run with its outcome.
  * @msg: as for pc_send().
- * @req_id: filled with the request id.
+ * @done: the completion, or NULL: the response then arrives as a message
+ *        of type PC_MSG_RESPONSE with the same req_id (on_msg or
+ *        pc_app_poll()), with no deadline and no cancel.
+ * @arg: for @done.
+ * @timeout_ms: with @done, a deadline: 0 for none. Checked on the worker's
+ *              housekeeping turns, so it fires within a few hundred
+ *              microseconds of its time, to the kernel's tick (coarse clock).
+ * @req_id: filled with the request id (for pc_call_cancel()), or NULL.
  *
  * Request ids increase by one per call on a connection; a refused call
  * gives its id back (unless another thread called meanwhile). At most
- * window requests are in flight, exactly. A response whose req_id is not
- * in flight on its connection is a protocol error: the connection closes
- * (-EPROTO, the reason logged), the response is not delivered.
+ * window requests are in flight, exactly, those that timed out or were
+ * cancelled included: each keeps its slot until its late response arrives
+ * (dropped, counted in late_responses) or the connection closes. When
+ * more than max_unanswered of them are waiting, the connection closes
+ * (-ETIMEDOUT, saying so). A response whose req_id is not in flight on
+ * its connection is a protocol error: the connection closes (-EPROTO, the
+ * reason logged), the response is not delivered.
  *
- * Return: as pc_send(); -EAGAIN when the connection's request window is
- * full (the message is still yours).
+ * Return: as pc_send() (when it fails, @done never runs); -EAGAIN when
+ * the connection's request window is full (the message is still yours);
+ * -EINVAL for a deadline without @done, or @done on a raw peer's
+ * connection (the message is still yours).
  */
-PC_API int pc_call(struct pc_msg *msg, uint64_t *req_id);
+PC_API int pc_call(struct pc_msg *msg, pc_call_fn done, void *arg, uint32_t timeout_ms,
+		   uint64_t *req_id);
+
+/**
+ * pc_call_cancel - ask for a call to complete now with -ECANCELED.
+ * @conn: the connection the call went on (a handle the caller may use).
+ * @req_id: the id pc_call() gave.
+ *
+ * The same threads as pc_call(). Asynchronous: the call still completes
+ * exactly once, with -ECANCELED when the cancel reaches the worker first,
+ * with its response (or -ETIMEDOUT, -ENOTCONN) when that came first. A
+ * cancel for an id not in flight, or a call made without a completion,
+ * does nothing.
+ *
+ * Return: 0; -ENOBUFS when no send buffer or ring slot was free to carry
+ * the cancel to the worker (retry); -ENOTCONN when the connection is
+ * closing (its calls complete with -ENOTCONN anyway); -EPERM when the
+ * thread is neither the owning worker nor attached.
+ */
+PC_API int pc_call_cancel(struct pc_conn *conn, uint64_t req_id);
 
 /**
  * pc_reply - answer a request in place: @req's buffer carries the response.
@@ -558,11 +612,14 @@ PC_API int pc_app_attach(struct pc_engine *e, unsigned int idx);
  *
  * Attached application thread. Per connection, messages come in order.
  * Poll while you send: received messages you do not take hold credits and
- * buffers, which is how a slow application slows its peers.
+ * buffers, which is how a slow application slows its peers. The
+ * completions of this thread's calls (pc_call() with a completion) run
+ * here, before it returns; their messages are not among @msgs.
  *
- * Return: number of messages (0 when none, or when not attached).
+ * Return: the number of messages in @msgs (0 when none); -EPERM when the
+ * thread is not attached to @e; -EINVAL when @e is in handler mode.
  */
-PC_API unsigned int pc_app_poll(struct pc_engine *e, struct pc_msg **msgs, unsigned int n);
+PC_API int pc_app_poll(struct pc_engine *e, struct pc_msg **msgs, unsigned int n);
 
 /**
  * pc_conn_get - take a reference to a connection handle.
@@ -624,6 +681,9 @@ struct pc_conn_info {
 	uint64_t msgs_dropped;	/* sends accepted (0 returned) that the close dropped */
 	uint64_t rnr_errors;	/* sends failed: receiver not ready, retries exhausted */
 	uint64_t retry_errors;	/* sends failed: transport retries exhausted */
+	uint64_t call_timeouts;	/* calls completed with -ETIMEDOUT */
+	uint64_t call_cancels;	/* calls completed with -ECANCELED */
+	uint64_t late_responses;	/* responses to those, dropped when they came */
 	uint32_t backlog;	/* messages waiting now */
 	uint32_t inflight_req;	/* requests awaiting a response */
 	uint32_t held;		/* buffers of this connection held by the app */

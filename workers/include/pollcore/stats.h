@@ -224,7 +224,10 @@ struct pc_stats_conn {
 	uint64_t msgs_dropped;
 	uint64_t rnr_errors;
 	uint64_t retry_errors;
-	uint64_t pad4[5];
+	uint64_t call_timeouts;
+	uint64_t call_cancels;
+	uint64_t late_responses;
+	uint64_t pad4[2];
 };
 
 static_assert(sizeof(struct pc_stats_hdr) == 4096, "the header is one page");
