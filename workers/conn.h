@@ -161,6 +161,7 @@ enum wr_action {
 	ACT_RELEASE,
 	ACT_RDMA,
 	ACT_CANCEL,	/* pc_call_cancel(): the message carries the id (pub.req_id) */
+	ACT_WORK,	/* pc_worker_post(): a struct pc_work, no connection */
 };
 
 struct wr_ctx {

@@ -354,6 +354,12 @@ void dp_submit(struct pc_worker *w, struct wr_ctx *ctx)
 		}
 		break;
 	}
+	case ACT_WORK: {
+		struct pc_work *work = pc_container_of((void *)ctx, struct pc_work, priv);
+
+		work->fn(work);
+		break;
+	}
 	case ACT_CANCEL: {
 		struct msg *m = pc_container_of(ctx, struct msg, ctx);
 

@@ -92,6 +92,23 @@ struct pc_worker *pc_conn_worker(const struct pc_conn *conn)
 	return ((const struct conn *)conn)->w;
 }
 
+static_assert(sizeof(struct wr_ctx) <= sizeof(((struct pc_work *)0)->priv),
+	      "a submission context fits pc_work.priv");
+
+int pc_worker_post(struct pc_worker *w, struct pc_work *work)
+{
+	struct wr_ctx *ctx = (struct wr_ctx *)(void *)work->priv;
+
+	if (pc_unlikely(!work->fn))
+		return pc_set_error(-EINVAL, "pc_worker_post: work without a function");
+	*ctx = (struct wr_ctx){ .action = ACT_WORK };
+	/* release (the ring): the caller's writes to its context reach fn */
+	if (pc_unlikely(pc_ring_mpsc_enqueue(w->submit, ctx)))
+		return -ENOBUFS; /* counted by the ring (submit_full) */
+	worker_wake(w);
+	return 0;
+}
+
 struct pc_worker *pc_worker_self(void)
 {
 	return self_worker;

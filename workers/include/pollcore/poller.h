@@ -24,6 +24,7 @@
  *   pc_worker_index            |                         |
  *   pc_worker_self             | yes                     | yes (NULL, or the
  *                              |                         |  caller's worker)
+ *   pc_worker_post             | yes (runs next turn)    | yes
  *
  *   (1) another worker waits like any thread, stalling its own loop while
  *       it waits; when workers' pollers remove each other's pollers at the
@@ -61,6 +62,39 @@ struct pc_poller;
  * otherwise ignored: the poller stays registered.
  */
 typedef int (*pc_poller_fn)(void *arg);
+
+/**
+ * struct pc_work - a function to run on a given worker; embed it in your
+ * own context (pc_container_of() finds it again).
+ * @fn: called once, on the worker it was posted to, inside its loop, in
+ *      an RCU read-side critical section: a callback, which must not block.
+ *      It may send, reply, call, release messages, post one-sided
+ *      operations and post more work. @work is the caller's again once it
+ *      is called.
+ */
+struct pc_work {
+	void (*fn)(struct pc_work *work);
+	/* private */
+	uint64_t priv[3];
+};
+
+/**
+ * pc_worker_post - run @work->fn on worker @w.
+ * @w: a worker of a live engine (pc_engine_worker(), pc_conn_worker()).
+ * @work: stays valid until its fn is called.
+ *
+ * Any thread, workers included: the work goes through @w's bounded
+ * submission ring, which wakes @w when it sleeps (hybrid idle), and runs on
+ * one of its next turns, in the order posted by each thread. The way to
+ * hand state between workers: a server that shards its data by worker
+ * posts a request to the worker that owns the shard, which answers it
+ * there. pc_reply() and pc_send() work on any worker, for messages of any
+ * worker: from another worker they go through the owner's ring the same way.
+ *
+ * Return: 0; -ENOBUFS when @w's submission ring is full (retry; nothing
+ * was posted); -EINVAL without @work->fn.
+ */
+PC_API int pc_worker_post(struct pc_worker *w, struct pc_work *work);
 
 /**
  * pc_engine_worker - one of an engine's workers.
