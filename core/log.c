@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log_pvt.h"
 #include "pc_config.h"
 
 static pc_log_fn sink;
@@ -72,30 +73,30 @@ const char *pc_last_error(void)
 	return last_error;
 }
 
-static int set_error(enum pc_log_level level, int err, const char *fmt, va_list ap)
+static int record_error(enum pc_log_level level, int err, const char *fmt, va_list ap)
 {
 	vsnprintf(last_error, sizeof(last_error), fmt, ap);
 	emit(level, last_error);
 	return err;
 }
 
-int pc_set_error(int err, const char *fmt, ...)
+int set_error(int err, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
 	/* returned to the caller, who decides whether it is worth a line */
-	err = set_error(PC_LOG_DEBUG, err, fmt, ap);
+	err = record_error(PC_LOG_DEBUG, err, fmt, ap);
 	va_end(ap);
 	return err;
 }
 
-int pc_set_errorl(enum pc_log_level level, int err, const char *fmt, ...)
+int set_errorl(enum pc_log_level level, int err, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	err = set_error(level, err, fmt, ap);
+	err = record_error(level, err, fmt, ap);
 	va_end(ap);
 	return err;
 }

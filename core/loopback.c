@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "log_pvt.h"
 
 int pc_loopback_create(struct pc_dev *dev, struct pc_loopback *lb, uint32_t depth, int access)
 {
@@ -23,14 +24,14 @@ int pc_loopback_create(struct pc_dev *dev, struct pc_loopback *lb, uint32_t dept
 	for (i = 0; i < 2; i++) {
 		lb->cq[i] = ibv_create_cq(dev->ctx, (int)depth * 2, NULL, NULL, 0);
 		if (!lb->cq[i]) {
-			ret = pc_set_error(pc_neg_errno(-1), "%s: ibv_create_cq(%u): %s", dev->name,
+			ret = set_error(pc_neg_errno(-1), "%s: ibv_create_cq(%u): %s", dev->name,
 					   depth * 2, strerror(errno));
 			goto err;
 		}
 		init.send_cq = init.recv_cq = lb->cq[i];
 		lb->qp[i] = ibv_create_qp(dev->pd, &init);
 		if (!lb->qp[i]) {
-			ret = pc_set_error(pc_neg_errno(-1), "%s: ibv_create_qp(RC, depth %u): %s",
+			ret = set_error(pc_neg_errno(-1), "%s: ibv_create_qp(RC, depth %u): %s",
 					   dev->name, depth, strerror(errno));
 			goto err;
 		}
@@ -92,12 +93,12 @@ static int wait_one(struct pc_loopback *lb, int side, enum ibv_wc_opcode op, uin
 	if (n < 0)
 		return n;
 	if (n == 0)
-		return pc_set_error(-ETIMEDOUT, "%s qp 0x%x: no completion for %s within 10 s",
+		return set_error(-ETIMEDOUT, "%s qp 0x%x: no completion for %s within 10 s",
 				    lb->dev->name, lb->qp[side]->qp_num, what);
 	if (wc.status != IBV_WC_SUCCESS)
 		return pc_wc_error(lb->dev, &wc, what);
 	if (wc.opcode != op || wc.wr_id != wr_id)
-		return pc_set_error(-EPROTO, "%s qp 0x%x: %s: got opcode %s wr_id %llu",
+		return set_error(-EPROTO, "%s qp 0x%x: %s: got opcode %s wr_id %llu",
 				    lb->dev->name, wc.qp_num, what, pc_wc_opcode_str(wc.opcode),
 				    (unsigned long long)wc.wr_id);
 	return 0;
@@ -129,7 +130,7 @@ static int rdma_check(struct pc_loopback *lb, enum ibv_wr_opcode op, struct ibv_
 		ret = wait_one(lb, 0, op == IBV_WR_RDMA_READ ? IBV_WC_RDMA_READ : IBV_WC_RDMA_WRITE,
 			       i, what);
 	if (!ret && memcmp(want, got, sge->length))
-		ret = pc_set_error(-EBADMSG, "%s: %s %llu: data differs", lb->dev->name, what,
+		ret = set_error(-EBADMSG, "%s: %s %llu: data differs", lb->dev->name, what,
 				   (unsigned long long)i);
 	return ret;
 }
@@ -151,7 +152,7 @@ int pc_loopback_selftest(struct pc_loopback *lb, uint32_t count, uint32_t size,
 
 	memset(st, 0, sizeof(*st));
 	if (size < 8 || count == 0)
-		return pc_set_error(-EINVAL, "selftest: size %u (>= 8) and count %u (>= 1)", size,
+		return set_error(-EINVAL, "selftest: size %u (>= 8) and count %u (>= 1)", size,
 				    count);
 	for (k = 0; k < NBUF; k++) {
 		if (posix_memalign((void **)&buf[k], 4096, size)) {
@@ -160,7 +161,7 @@ int pc_loopback_selftest(struct pc_loopback *lb, uint32_t count, uint32_t size,
 		}
 		mr[k] = ibv_reg_mr(lb->dev->pd, buf[k], size, access[k]);
 		if (!mr[k]) {
-			ret = pc_set_error(pc_neg_errno(-1), "%s: ibv_reg_mr(%u bytes): %s",
+			ret = set_error(pc_neg_errno(-1), "%s: ibv_reg_mr(%u bytes): %s",
 					   lb->dev->name, size, strerror(errno));
 			goto out;
 		}
@@ -183,7 +184,7 @@ int pc_loopback_selftest(struct pc_loopback *lb, uint32_t count, uint32_t size,
 		if (!ret)
 			ret = pc_neg_errno(ibv_post_send(lb->qp[0], &swr, &sbad));
 		if (ret) {
-			ret = pc_set_error(ret, "%s: post of message %llu failed: %s", lb->dev->name,
+			ret = set_error(ret, "%s: post of message %llu failed: %s", lb->dev->name,
 					   (unsigned long long)i, strerror(-ret));
 			break;
 		}
@@ -195,7 +196,7 @@ int pc_loopback_selftest(struct pc_loopback *lb, uint32_t count, uint32_t size,
 		if (ret)
 			break;
 		if (memcmp(buf[SRC], buf[DST], size)) {
-			ret = pc_set_error(-EBADMSG, "%s qp 0x%x: message %llu differs",
+			ret = set_error(-EBADMSG, "%s qp 0x%x: message %llu differs",
 					   lb->dev->name, lb->qp[1]->qp_num, (unsigned long long)i);
 			break;
 		}

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include <infiniband/verbs.h>
+#include "log_pvt.h"
 
 #define POOL_REGION_ALIGN     4096
 #define POOL_WARN_MAX_INDICES 8
@@ -47,7 +48,7 @@ static int pool_layout(struct pc_pool *pool, uint32_t nbufs, uint32_t buf_size)
 	size_t stride = align_up(buf_size, PC_CACHELINE);
 
 	if (nbufs > (SIZE_MAX - POOL_REGION_ALIGN) / stride)
-		return pc_set_error(-EINVAL,
+		return set_error(-EINVAL,
 				    "pool %s: %u buffers of %u bytes overflow the region size",
 				    pool->name, nbufs, buf_size);
 	pool->stride = stride;
@@ -63,7 +64,7 @@ static int pool_register(struct pc_pool *pool, struct ibv_pd *pd, int access)
 	if (!pool->mr) {
 		int err = errno ? errno : EIO;
 
-		return pc_set_error(
+		return set_error(
 		    -err, "pool %s: ibv_reg_mr of %zu bytes on %s (access 0x%x) failed: %s",
 		    pool->name, pool->region_len, ibv_get_device_name(pd->context->device),
 		    (unsigned int)access, strerror(err));
@@ -81,7 +82,7 @@ struct pc_pool *pc_pool_create(const struct pc_pool_params *params)
 	pool =
 	    calloc(1, sizeof(*pool) + (size_t)nbufs * (sizeof(struct pc_buf) + sizeof(uint32_t)));
 	if (!pool) {
-		pc_set_error(-ENOMEM, "pool %s: cannot allocate descriptors for %u buffers",
+		set_error(-ENOMEM, "pool %s: cannot allocate descriptors for %u buffers",
 			     params->name ? params->name : "(unnamed)", nbufs);
 		errno = ENOMEM;
 		return NULL;
@@ -89,7 +90,7 @@ struct pc_pool *pc_pool_create(const struct pc_pool_params *params)
 	snprintf(pool->name, sizeof(pool->name), "%s", params->name ? params->name : "(unnamed)");
 	pool->allocator = params->allocator ? *params->allocator : default_allocator;
 	if (nbufs == 0 || params->buf_size == 0) {
-		err = pc_set_error(-EINVAL, "pool %s: nbufs (%u) and buf_size (%u) must be > 0",
+		err = set_error(-EINVAL, "pool %s: nbufs (%u) and buf_size (%u) must be > 0",
 				   pool->name, nbufs, params->buf_size);
 		goto err_free_pool;
 	}
@@ -101,14 +102,14 @@ struct pc_pool *pc_pool_create(const struct pc_pool_params *params)
 	pool->base =
 	    pool->allocator.alloc(pool->region_len, POOL_REGION_ALIGN, pool->allocator.arg);
 	if (!pool->base) {
-		err = pc_set_error(errno ? -errno : -ENOMEM,
+		err = set_error(errno ? -errno : -ENOMEM,
 				   "pool %s: allocator failed for %zu bytes: %s", pool->name,
 				   pool->region_len, strerror(errno ? errno : ENOMEM));
 		goto err_free_pool;
 	}
 	if ((uintptr_t)pool->base % POOL_REGION_ALIGN) {
 		err =
-		    pc_set_error(-EINVAL, "pool %s: allocator returned %p, not aligned to %d bytes",
+		    set_error(-EINVAL, "pool %s: allocator returned %p, not aligned to %d bytes",
 				 pool->name, (void *)pool->base, POOL_REGION_ALIGN);
 		goto err_free_region;
 	}
@@ -194,14 +195,3 @@ void pc_pool_stats(const struct pc_pool *pool, struct pc_pool_stats *st)
 	st->bad_put = atomic_load_explicit(&pool->bad_put, memory_order_relaxed);
 }
 
-int pc__pool_bad_put(struct pc_pool *pool, const struct pc_buf *buf, int err)
-{
-	atomic_store_explicit(&pool->bad_put,
-			      atomic_load_explicit(&pool->bad_put, memory_order_relaxed) + 1,
-			      memory_order_relaxed);
-	if (err == -EALREADY)
-		return pc_set_error(err, "pool %s: buffer %u put back twice (it is already free)",
-				    pool->name, buf->index);
-	return pc_set_error(err, "pool %s: put of %p, which is not one of its buffers", pool->name,
-			    (const void *)buf);
-}

@@ -9,6 +9,7 @@
 #include "pc_config.h"
 #if PC_HAVE_MLX5DV
 #include <infiniband/mlx5dv.h>
+#include "log_pvt.h"
 #endif
 
 #define DEV_FMT "%s port %u gid %d"
@@ -20,31 +21,31 @@ static int dev_query(struct pc_dev *dev)
 
 	ret = ibv_query_device(dev->ctx, &dev->dev_attr);
 	if (ret)
-		return pc_set_error(pc_neg_errno(ret), "%s: ibv_query_device: %s", dev->name,
+		return set_error(pc_neg_errno(ret), "%s: ibv_query_device: %s", dev->name,
 				    strerror(abs(pc_neg_errno(ret))));
 	if (dev->port > dev->dev_attr.phys_port_cnt)
-		return pc_set_error(-ENODEV, "%s has %u ports, port %u asked", dev->name,
+		return set_error(-ENODEV, "%s has %u ports, port %u asked", dev->name,
 				    dev->dev_attr.phys_port_cnt, dev->port);
 	ret = ibv_query_port(dev->ctx, dev->port, &dev->port_attr);
 	if (ret)
-		return pc_set_error(pc_neg_errno(ret), DEV_FMT ": ibv_query_port: %s",
+		return set_error(pc_neg_errno(ret), DEV_FMT ": ibv_query_port: %s",
 				    DEV_ARGS(dev), strerror(abs(pc_neg_errno(ret))));
 	if (dev->port_attr.state != IBV_PORT_ACTIVE)
-		return pc_set_error(-ENETDOWN, DEV_FMT ": port is %s, not ACTIVE", DEV_ARGS(dev),
+		return set_error(-ENETDOWN, DEV_FMT ": port is %s, not ACTIVE", DEV_ARGS(dev),
 				    ibv_port_state_str(dev->port_attr.state));
 	if (dev->gid_index >= dev->port_attr.gid_tbl_len)
-		return pc_set_error(-EINVAL, DEV_FMT ": GID table has %d entries", DEV_ARGS(dev),
+		return set_error(-EINVAL, DEV_FMT ": GID table has %d entries", DEV_ARGS(dev),
 				    dev->port_attr.gid_tbl_len);
 	ret = ibv_query_gid(dev->ctx, dev->port, dev->gid_index, &dev->gid);
 	if (ret)
-		return pc_set_error(pc_neg_errno(ret), DEV_FMT ": ibv_query_gid failed",
+		return set_error(pc_neg_errno(ret), DEV_FMT ": ibv_query_gid failed",
 				    DEV_ARGS(dev));
 #if PC_HAVE_MLX5DV
 	dev->mlx5dv = mlx5dv_is_supported(dev->ctx->device);
 #endif
 	dev->pd = ibv_alloc_pd(dev->ctx);
 	if (!dev->pd)
-		return pc_set_error(pc_neg_errno(-1), DEV_FMT ": ibv_alloc_pd: %s", DEV_ARGS(dev),
+		return set_error(pc_neg_errno(-1), DEV_FMT ": ibv_alloc_pd: %s", DEV_ARGS(dev),
 				    strerror(errno));
 	pc_debug(DEV_FMT ": opened, %s verbs path", DEV_ARGS(dev),
 		 dev->mlx5dv ? "mlx5dv" : "generic");
@@ -56,13 +57,13 @@ int dev_pick(struct ibv_device *const *devs, int n, const char *name)
 	int i;
 
 	if (n <= 0)
-		return pc_set_error(-ENODEV, "no RDMA device found (is a driver loaded? try ibv_devices)");
+		return set_error(-ENODEV, "no RDMA device found (is a driver loaded? try ibv_devices)");
 	if (!name)
 		return 0;
 	for (i = 0; i < n; i++)
 		if (strcmp(ibv_get_device_name(devs[i]), name) == 0)
 			return i;
-	return pc_set_error(-ENODEV, "RDMA device '%s' not found (%d present)", name, n);
+	return set_error(-ENODEV, "RDMA device '%s' not found (%d present)", name, n);
 }
 
 struct pc_dev *pc_dev_open(const char *name, uint8_t port, int gid_index)
@@ -90,7 +91,7 @@ struct pc_dev *pc_dev_open(const char *name, uint8_t port, int gid_index)
 	dev->ctx = ibv_open_device(found);
 	if (!dev->ctx) {
 		ret = errno ? errno : ENODEV;
-		pc_set_error(-ret, "%s: ibv_open_device: %s", dev->name, strerror(ret));
+		set_error(-ret, "%s: ibv_open_device: %s", dev->name, strerror(ret));
 		goto err_dev;
 	}
 	ret = -dev_query(dev);
@@ -146,7 +147,7 @@ static int qp_modify(const struct pc_dev *dev, struct ibv_qp *qp, struct ibv_qp_
 	int ret = ibv_modify_qp(qp, attr, mask);
 
 	if (ret)
-		return pc_set_error(pc_neg_errno(ret), DEV_FMT " qp 0x%x: ibv_modify_qp to %s: %s",
+		return set_error(pc_neg_errno(ret), DEV_FMT " qp 0x%x: ibv_modify_qp to %s: %s",
 				    DEV_ARGS(dev), qp->qp_num, to, strerror(ret > 0 ? ret : errno));
 	return 0;
 }
@@ -250,7 +251,7 @@ int pc_wc_error(const struct pc_dev *dev, const struct ibv_wc *wc, const char *w
 		err = -EIO;
 	}
 	/* Verbs leaves wc->opcode undefined on error; callers name the WR in @what. */
-	return pc_set_errorl(err == -ECANCELED ? PC_LOG_DEBUG : PC_LOG_ERR, err,
+	return set_errorl(err == -ECANCELED ? PC_LOG_DEBUG : PC_LOG_ERR, err,
 			     "%s port %u gid %d qp 0x%x: %s failed: %s (status %d, vendor_err 0x%x)",
 			     dev ? dev->name : "?", dev ? dev->port : 0, dev ? dev->gid_index : -1,
 			     wc->qp_num, what ? what : "work request", ibv_wc_status_str(wc->status),
@@ -267,7 +268,7 @@ int pc_poll_wait(struct ibv_cq *cq, struct ibv_wc *wc, int n, int timeout_ms)
 		int r = ibv_poll_cq(cq, n - got, wc + got);
 
 		if (r < 0)
-			return pc_set_error(-EIO, "ibv_poll_cq failed (%d)", r);
+			return set_error(-EIO, "ibv_poll_cq failed (%d)", r);
 		got += r;
 		if (r)
 			continue;

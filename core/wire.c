@@ -3,6 +3,7 @@
 #include "wire.h"
 
 #include <stdio.h>
+#include "log_pvt.h"
 
 void wire_cm_fill(struct wire_cm_priv *priv, uint32_t credits, uint32_t window,
 		  uint64_t credit_addr, uint32_t credit_rkey, uint32_t max_msg)
@@ -28,12 +29,12 @@ int wire_cm_parse(const char *who, const void *data, size_t len, struct wire_cm_
 	if (magic != PC_CM_MAGIC)
 		return 0;
 	if (len < sizeof(p))
-		return pc_set_error(-EPROTO, "%s: peer's connection parameters are invalid "
+		return set_error(-EPROTO, "%s: peer's connection parameters are invalid "
 				    "(%zu bytes, %zu expected)", who, len, sizeof(p));
 	memcpy(&p, data, sizeof(p));
 	if (!p.window || p.window > WIRE_MAX_CREDITS || p.credits > p.window || !p.credit_rkey ||
 	    !p.max_msg)
-		return pc_set_error(-EPROTO, "%s: peer's connection parameters are invalid "
+		return set_error(-EPROTO, "%s: peer's connection parameters are invalid "
 				    "(credits %u, window %u, rkey 0x%x, max_msg %u)", who, p.credits,
 				    p.window, p.credit_rkey, p.max_msg);
 	*out = p;

@@ -9,11 +9,12 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include "log_pvt.h"
 
 static int require_thissystem(const struct pc_topo *t, const char *what)
 {
 	if (!t->thissystem)
-		return pc_set_error(-EOPNOTSUPP, "%s: %s is not this machine; refusing", what,
+		return set_error(-EOPNOTSUPP, "%s: %s is not this machine; refusing", what,
 				    topo_origin(t));
 	return 0;
 }
@@ -31,7 +32,7 @@ int pc_numa_where(const struct pc_topo *t, struct pc_numa_where *out)
 	if (!set)
 		return -ENOMEM;
 	if (hwloc_get_last_cpu_location(t->h, set, HWLOC_CPUBIND_THREAD) < 0) {
-		err = pc_set_error(pc_neg_errno(-1), "cannot read the thread's CPU location: %s",
+		err = set_error(pc_neg_errno(-1), "cannot read the thread's CPU location: %s",
 				   strerror(errno));
 		goto out;
 	}
@@ -54,17 +55,17 @@ int pc_numa_bind_thread(const struct pc_topo *t, const struct pc_plan_entry *e)
 		return err;
 	pu = e->pu >= 0 ? hwloc_get_pu_obj_by_os_index(t->h, (unsigned int)e->pu) : NULL;
 	if (!pu)
-		return pc_set_error(-EINVAL, "cannot bind worker %u: PU %d is not on this machine",
+		return set_error(-EINVAL, "cannot bind worker %u: PU %d is not on this machine",
 				    e->worker, e->pu);
 	if (hwloc_set_cpubind(t->h, pu->cpuset, HWLOC_CPUBIND_THREAD) < 0)
-		return pc_set_error(pc_neg_errno(-1), "cannot bind worker %u (%s) to PU %d: %s",
+		return set_error(pc_neg_errno(-1), "cannot bind worker %u (%s) to PU %d: %s",
 				    e->worker, e->device_name, e->pu, strerror(errno));
 	/* The kernel migrates the thread before sched_setaffinity() returns. */
 	err = pc_numa_where(t, &where);
 	if (err)
 		return err;
 	if (where.pu != e->pu)
-		return pc_set_error(-EIO, "worker %u (%s) bound to PU %d but runs on PU %d",
+		return set_error(-EIO, "worker %u (%s) bound to PU %d but runs on PU %d",
 				    e->worker, e->device_name, e->pu, where.pu);
 	pc_debug("worker %u (%s) on PU %d, NUMA node %d", e->worker, e->device_name, where.pu,
 		 where.numa_node);
@@ -78,13 +79,13 @@ void *pc_numa_alloc(const struct pc_topo *t, size_t size, int numa_node)
 	void *p = NULL;
 
 	if (size == 0) {
-		pc_set_error(-EINVAL, "pc_numa_alloc: size 0");
+		set_error(-EINVAL, "pc_numa_alloc: size 0");
 		errno = EINVAL;
 		return NULL;
 	}
 	if (numa_node >= 0) {
 		if (!hwloc_get_numanode_obj_by_os_index(t->h, (unsigned int)numa_node)) {
-			pc_set_error(-EINVAL, "pc_numa_alloc: NUMA node %d is not in %s", numa_node,
+			set_error(-EINVAL, "pc_numa_alloc: NUMA node %d is not in %s", numa_node,
 				     topo_origin(t));
 			errno = EINVAL;
 			return NULL;
@@ -131,14 +132,14 @@ int pc_numa_mem_node(const struct pc_topo *t, const void *p, size_t size)
 	if (!ns)
 		return -ENOMEM;
 	if (hwloc_get_area_memlocation(t->h, p, size, ns, HWLOC_MEMBIND_BYNODESET) < 0)
-		err = pc_set_error(pc_neg_errno(-1), "cannot query where %zu bytes at %p are: %s",
+		err = set_error(pc_neg_errno(-1), "cannot query where %zu bytes at %p are: %s",
 				   size, p, strerror(errno));
 	else if (hwloc_bitmap_weight(ns) == 1)
 		err = hwloc_bitmap_first(ns);
 	else if (hwloc_bitmap_iszero(ns))
-		err = pc_set_error(-ENODATA, "%zu bytes at %p have no page in memory", size, p);
+		err = set_error(-ENODATA, "%zu bytes at %p have no page in memory", size, p);
 	else
-		err = pc_set_error(-EXDEV, "%zu bytes at %p span several NUMA nodes", size, p);
+		err = set_error(-EXDEV, "%zu bytes at %p span several NUMA nodes", size, p);
 	hwloc_bitmap_free(ns);
 	return err;
 }

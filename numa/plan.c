@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "log_pvt.h"
 
 struct core {
 	hwloc_obj_t obj; /* Core, or PU on topologies without cores */
@@ -46,7 +47,7 @@ const char *pc_plan_reason_str(enum pc_plan_reason reason)
 	return "?";
 }
 
-void pc_plan_free(struct pc_plan *plan)
+void pc_plan_destroy(struct pc_plan *plan)
 {
 	free(plan);
 }
@@ -224,18 +225,18 @@ static int place_explicit(struct planner *p, struct pc_plan *plan, unsigned int 
 			continue;
 		weight = hwloc_bitmap_weight(set);
 		if (weight < (int)w)
-			return pc_set_error(-EINVAL, "%s: %d PUs given for %u workers",
+			return set_error(-EINVAL, "%s: %d PUs given for %u workers",
 					    p->locs[d].name, weight, w);
 		pu = hwloc_bitmap_first(set);
 		for (unsigned int k = 0; k < w; k++, pu = hwloc_bitmap_next(set, pu)) {
 			hwloc_obj_t obj = hwloc_get_pu_obj_by_os_index(h, (unsigned int)pu);
 
 			if (!obj || !hwloc_bitmap_isset(allowed, pu))
-				return pc_set_error(-EINVAL, "%s: PU %d is not an allowed PU of %s",
+				return set_error(-EINVAL, "%s: PU %d is not an allowed PU of %s",
 						    p->locs[d].name, pu, topo_origin(p->t));
 			for (unsigned int e = 0; e < d; e++)
 				if (pol->device_cpus[e] && hwloc_bitmap_isset(pol->device_cpus[e], pu))
-					return pc_set_error(-EINVAL, "PU %d given to both %s and %s",
+					return set_error(-EINVAL, "PU %d given to both %s and %s",
 							    pu, p->locs[e].name, p->locs[d].name);
 			if (type == HWLOC_OBJ_CORE && hwloc_get_ancestor_obj_by_type(h, type, obj))
 				obj = hwloc_get_ancestor_obj_by_type(h, type, obj);
@@ -302,19 +303,19 @@ static int check_args(const struct pc_topo *t, const char *const *devices, unsig
 		      unsigned int w, struct pc_plan **out)
 {
 	if (!t || !out)
-		return pc_set_error(-EINVAL, "pc_plan_build: NULL topology or result pointer");
+		return set_error(-EINVAL, "pc_plan_build: NULL topology or result pointer");
 	if (!devices || nr_devices == 0)
-		return pc_set_error(-EINVAL, "pc_plan_build: no RDMA device given");
+		return set_error(-EINVAL, "pc_plan_build: no RDMA device given");
 	if (w == 0)
-		return pc_set_error(-EINVAL,
+		return set_error(-EINVAL,
 				    "pc_plan_build: workers per device must be at least 1");
 	if (nr_devices > INT_MAX / w)
-		return pc_set_error(-ENOSPC, "pc_plan_build: %u devices x %u workers is too many",
+		return set_error(-ENOSPC, "pc_plan_build: %u devices x %u workers is too many",
 				    nr_devices, w);
 	for (unsigned int i = 0; i < nr_devices; i++)
 		for (unsigned int j = 0; j < i; j++)
 			if (devices[i] && devices[j] && strcmp(devices[i], devices[j]) == 0)
-				return pc_set_error(-EINVAL, "pc_plan_build: device %s given twice",
+				return set_error(-EINVAL, "pc_plan_build: device %s given twice",
 						    devices[i]);
 	return 0;
 }
@@ -364,7 +365,7 @@ int pc_plan_build(const struct pc_topo *t, const char *const *devices, unsigned 
 			planned++;
 	slots = free_slots(&p, pol);
 	if ((int)(planned * w) > slots) {
-		err = pc_set_error(
+		err = set_error(
 		    -ENOSPC,
 		    "%u workers (%u per device, %u device(s)) but %s has only %d free %s%s",
 		    planned * w, w, planned, topo_origin(t), slots,
@@ -391,7 +392,7 @@ out:
 	free(p.cores);
 	if (p.locs)
 		for (unsigned int d = 0; d < nr_devices; d++)
-			pc_nic_locality_release(&p.locs[d]);
+			pc_nic_locality_free(&p.locs[d]);
 	free(p.locs);
 	free(placed);
 	return err;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include "log_pvt.h"
 
 static struct pc_topo *topo_open(const char *xml)
 {
@@ -27,7 +28,7 @@ static struct pc_topo *topo_open(const char *xml)
 		FILE *f = fopen(xml, "r");
 
 		if (!f) {
-			err = pc_set_error(-errno, "cannot read topology XML file %s: %s", xml,
+			err = set_error(-errno, "cannot read topology XML file %s: %s", xml,
 					   strerror(errno));
 			goto err_free;
 		}
@@ -45,12 +46,12 @@ static struct pc_topo *topo_open(const char *xml)
 		}
 	}
 	if (hwloc_topology_init(&t->h) < 0) {
-		err = pc_set_error(-ENOMEM, "hwloc_topology_init failed");
+		err = set_error(-ENOMEM, "hwloc_topology_init failed");
 		goto err_free;
 	}
 	if (xml && hwloc_topology_set_xml(t->h, xml) < 0) {
 		err =
-		    pc_set_error(-EINVAL, "%s is not an hwloc XML topology this hwloc (%s) accepts",
+		    set_error(-EINVAL, "%s is not an hwloc XML topology this hwloc (%s) accepts",
 				 xml, HWLOC_VERSION);
 		goto err_destroy;
 	}
@@ -58,10 +59,10 @@ static struct pc_topo *topo_open(const char *xml)
 	hwloc_topology_set_io_types_filter(t->h, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
 	if (hwloc_topology_load(t->h) < 0) {
 		if (xml)
-			err = pc_set_error(-EINVAL, "cannot load topology XML file %s: %s", xml,
+			err = set_error(-EINVAL, "cannot load topology XML file %s: %s", xml,
 					   strerror(errno));
 		else
-			err = pc_set_error(pc_neg_errno(-1),
+			err = set_error(pc_neg_errno(-1),
 					   "cannot discover this machine's topology: %s",
 					   strerror(errno));
 		goto err_destroy;
@@ -231,7 +232,7 @@ const char *pc_locality_rule_str(enum pc_locality_rule rule)
 	return "?";
 }
 
-void pc_nic_locality_release(struct pc_nic_locality *loc)
+void pc_nic_locality_free(struct pc_nic_locality *loc)
 {
 	hwloc_bitmap_free(loc->nodeset);
 	hwloc_bitmap_free(loc->cpuset);
@@ -336,18 +337,18 @@ int pc_topo_nic_locality(const struct pc_topo *t, const char *name, struct pc_ni
 
 	memset(loc, 0, sizeof(*loc));
 	if (!name || !name[0] || strlen(name) >= PC_NIC_NAME_MAX)
-		return pc_set_error(-EINVAL, "invalid RDMA device name '%s'",
+		return set_error(-EINVAL, "invalid RDMA device name '%s'",
 				    name ? name : "(null)");
 	osdev = find_osdev(t->h, name);
 	if (!osdev && !sysfs_has_device(t, name))
-		return pc_set_error(-ENODEV, "RDMA device %s not found in %s", name,
+		return set_error(-ENODEV, "RDMA device %s not found in %s", name,
 				    topo_origin(t));
 
 	snprintf(loc->name, sizeof(loc->name), "%s", name);
 	loc->nodeset = hwloc_bitmap_alloc();
 	loc->cpuset = hwloc_bitmap_alloc();
 	if (!loc->nodeset || !loc->cpuset) {
-		pc_nic_locality_release(loc);
+		pc_nic_locality_free(loc);
 		return -ENOMEM;
 	}
 	if (osdev && locate_pci(t->h, osdev, loc)) {

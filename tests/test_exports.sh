@@ -1,19 +1,24 @@
 #!/bin/bash
 # unit suite: libpollcore.so exports exactly the functions its public headers
 # mark PC_API - every one pc_-prefixed - and nothing else: no dp_*, conn_*,
-# worker_* or other internal symbol, and no PC_API function left undefined.
+# worker_* or other internal symbol, and no PC_API function left undefined;
+# and its version script (workers/libpollcore.map) lists exactly that set,
+# under the version the exported symbols carry.
 #
-#   test_exports.sh LIBPOLLCORE.so HEADER...
+#   test_exports.sh LIBPOLLCORE.so LIBPOLLCORE.map HEADER...
 set -euo pipefail
 
 lib=$1
-shift
-[ $# -gt 0 ] || { echo "usage: $0 LIBPOLLCORE.so HEADER..." >&2; exit 2; }
+map=$2
+shift 2
+[ $# -gt 0 ] || { echo "usage: $0 LIBPOLLCORE.so LIBPOLLCORE.map HEADER..." >&2; exit 2; }
 
 # Symbols the linker itself defines in every shared object.
 linker='^(_init|_fini|_edata|_end|__bss_start)$'
 
-exported=$(nm -D --defined-only "$lib" | awk '{ print $NF }' | grep -Ev "$linker" | sort -u)
+# Names without their version (pc_call@@POLLCORE_0.1), and not the version node itself (type A).
+exported=$(nm -D --defined-only "$lib" | awk '$(NF-1) != "A" { print $NF }' | sed 's/@.*//' |
+	grep -Ev "$linker" | sort -u)
 if [ -z "$exported" ]; then
 	echo "FAIL: nm -D found no exported symbol in $lib"
 	exit 1
@@ -46,5 +51,19 @@ if [ -n "$missing" ]; then
 	sed 's/^/  /' <<<"$missing"
 	status=1
 fi
-[ $status -ne 0 ] || echo "OK: $(wc -l <<<"$exported") symbols exported, all pc_*, all declared PC_API"
+# The map's global names (comments dropped), and the version they are exported under.
+mapped=$(perl -0777 -ne 's{/\*.*?\*/}{}gs; /global:(.*?)local:/s and print join("\n", $1 =~ /(\w+)\s*;/g), "\n"' "$map" | sort -u)
+version=$(perl -0777 -ne 's{/\*.*?\*/}{}gs; print $1 if /([\w.]+)\s*\{/' "$map")
+if [ "$mapped" != "$exported" ]; then
+	echo "FAIL: $map and the exported set differ (< map only, > exported only):"
+	diff <(echo "$mapped") <(echo "$exported") | grep '^[<>]' | sed 's/^/  /'
+	status=1
+fi
+unversioned=$(objdump -T "$lib" | awk '$NF ~ /^pc_/ && $(NF-1) != "'"$version"'" { print $NF }')
+if [ -n "$unversioned" ]; then
+	echo "FAIL: exported without the version $version:"
+	sed 's/^/  /' <<<"$unversioned"
+	status=1
+fi
+[ $status -ne 0 ] || echo "OK: $(wc -l <<<"$exported") symbols exported, all pc_*, all declared PC_API, all in $map under $version"
 exit $status

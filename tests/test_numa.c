@@ -176,8 +176,8 @@ START_TEST(test_xml_devices_placed_by_pci)
 			hwloc_bitmap_and(want, pkg->cpuset, hwloc_topology_get_allowed_cpuset(h));
 			ck_assert(hwloc_bitmap_isequal(loc.cpuset, want));
 			hwloc_bitmap_free(want);
-			pc_nic_locality_release(&loc);
-			pc_nic_locality_release(&loc);
+			pc_nic_locality_free(&loc);
+			pc_nic_locality_free(&loc);
 		}
 		pc_topo_close(t);
 	}
@@ -230,8 +230,8 @@ START_TEST(test_power9_mlx5_2_second_package_node_8)
 	/* The first core (PUs 8-11, package 0) is housekeeping: mlx5_2 starts at 96. */
 	ck_assert_int_eq(plan->entries[0].pu, 96);
 	ck_assert_int_eq(plan->entries[1].pu, 100);
-	pc_plan_free(plan);
-	pc_nic_locality_release(&loc);
+	pc_plan_destroy(plan);
+	pc_nic_locality_free(&loc);
 	pc_topo_close(t);
 }
 END_TEST
@@ -260,7 +260,7 @@ START_TEST(test_hp_mlx4_0_interleaved_pus)
 	/* Core os indexes repeat across packages on this machine: 8, 2, 10, 1. */
 	ck_assert_int_eq(plan->entries[0].core, 8);
 	ck_assert_int_eq(plan->entries[3].core, 1);
-	pc_plan_free(plan);
+	pc_plan_destroy(plan);
 
 	/* 6 cores on package 0, one for housekeeping: the 6th worker spills to node 1. */
 	ck_assert_int_eq(pc_plan_build(t, dev, 1, 6, NULL, &plan), 0);
@@ -269,10 +269,10 @@ START_TEST(test_hp_mlx4_0_interleaved_pus)
 	ck_assert_int_eq(plan->entries[5].reason, PC_PLAN_SPILL_FULL);
 	ck_assert_int_eq(plan->entries[5].numa_node, 1);
 	ck_assert_int_eq(plan->entries[5].pu, 1);
-	pc_plan_free(plan);
+	pc_plan_destroy(plan);
 
 	hwloc_bitmap_free(even);
-	pc_nic_locality_release(&loc);
+	pc_nic_locality_free(&loc);
 	pc_topo_close(t);
 }
 END_TEST
@@ -308,9 +308,9 @@ START_TEST(test_four_workers_four_local_cores)
 			ck_assert_int_eq(pc_plan_build(t, dev, 1, 4, NULL, &again), 0);
 			ck_assert_int_eq(
 			    memcmp(plan, again, sizeof(*plan) + 4 * sizeof(plan->entries[0])), 0);
-			pc_plan_free(again);
-			pc_plan_free(plan);
-			pc_nic_locality_release(&loc);
+			pc_plan_destroy(again);
+			pc_plan_destroy(plan);
+			pc_nic_locality_free(&loc);
 		}
 		pc_topo_close(t);
 	}
@@ -348,8 +348,8 @@ START_TEST(test_more_than_local_cores_spills_marked)
 			}
 			ck_assert_str_eq(pc_plan_reason_str(plan->entries[nl].reason),
 					 "local cores all taken: nearest other NUMA node");
-			pc_plan_free(plan);
-			pc_nic_locality_release(&loc);
+			pc_plan_destroy(plan);
+			pc_nic_locality_free(&loc);
 		}
 		pc_topo_close(t);
 	}
@@ -380,12 +380,12 @@ START_TEST(test_too_many_workers_enospc)
 		ck_assert_ptr_nonnull(strstr(pc_last_error(), "only"));
 		ck_assert_int_eq(pc_plan_build(t, dev, 1, cores - 1, NULL, &plan), 0);
 		check_plan_invariants(h, plan, dev, 1, cores - 1);
-		pc_plan_free(plan);
+		pc_plan_destroy(plan);
 
 		ck_assert_int_eq(pc_plan_build(t, dev, 1, cores + 1, &all, &plan), -ENOSPC);
 		ck_assert_int_eq(pc_plan_build(t, dev, 1, cores, &all, &plan), 0);
 		check_plan_invariants(h, plan, dev, 1, cores);
-		pc_plan_free(plan);
+		pc_plan_destroy(plan);
 
 		/* SMT siblings only once every core has a worker. */
 		ck_assert_int_eq(pc_plan_build(t, dev, 1, pus - first_core_pus + 1, &smt, &plan),
@@ -398,7 +398,7 @@ START_TEST(test_too_many_workers_enospc)
 			for (unsigned int j = 0; j < k; j++)
 				ck_assert_int_ne(plan->entries[j].pu, e->pu);
 		}
-		pc_plan_free(plan);
+		pc_plan_destroy(plan);
 		pc_topo_close(t);
 	}
 }
@@ -429,7 +429,7 @@ static void check_side_split(struct pc_topo *t, const char *const *side, int k, 
 	}
 	ck_assert_int_le(max - min, 1);
 	ck_assert_int_eq(sum, nr_local);
-	pc_plan_free(plan);
+	pc_plan_destroy(plan);
 }
 
 /* All devices of a machine together: each side shared evenly, nobody overlaps. */
@@ -472,7 +472,7 @@ START_TEST(test_devices_share_fairly_each_on_its_side)
 		check_plan_invariants(h, plan, devs, n, w);
 		for (unsigned int k = 0; k < plan->nr_entries; k++)
 			ck_assert(plan->entries[k].local);
-		pc_plan_free(plan);
+		pc_plan_destroy(plan);
 
 		/* One more each: devices on one side differ by at most one local core. */
 		if (n * (w + 1) > free_cores_in(h, hwloc_topology_get_allowed_cpuset(h), true)) {
@@ -495,10 +495,10 @@ START_TEST(test_devices_share_fairly_each_on_its_side)
 				ck_assert_int_ge(ld, w);
 			}
 		}
-		pc_plan_free(plan);
+		pc_plan_destroy(plan);
 	out:
 		for (int d = 0; d < n; d++)
-			pc_nic_locality_release(&loc[d]);
+			pc_nic_locality_free(&loc[d]);
 		pc_topo_close(t);
 	}
 }
@@ -516,7 +516,7 @@ START_TEST(test_housekeeping_override)
 	ck_assert_int_eq(pc_plan_build(t, dev, 1, 2, &all, &plan), 0);
 	ck_assert_int_eq(plan->entries[0].pu, 0);
 	ck_assert_int_eq(plan->entries[1].pu, 2);
-	pc_plan_free(plan);
+	pc_plan_destroy(plan);
 
 	/* PU 14 is PU 2's sibling: its whole core is left out, PU 0's is used. */
 	hwloc_bitmap_only(set, 14);
@@ -524,7 +524,7 @@ START_TEST(test_housekeeping_override)
 	ck_assert_int_eq(pc_plan_build(t, dev, 1, 2, &hk, &plan), 0);
 	ck_assert_int_eq(plan->entries[0].pu, 0);
 	ck_assert_int_eq(plan->entries[1].pu, 4);
-	pc_plan_free(plan);
+	pc_plan_destroy(plan);
 	hwloc_bitmap_free(set);
 	pc_topo_close(t);
 }
@@ -556,7 +556,7 @@ START_TEST(test_explicit_device_cpus)
 	ck_assert_int_eq(plan->entries[0].pu, 16);
 	ck_assert_int_eq(plan->entries[1].pu, 20);
 	ck_assert_int_eq(plan->entries[0].reason, PC_PLAN_LOCAL);
-	pc_plan_free(plan);
+	pc_plan_destroy(plan);
 	plan = NULL;
 
 	/* an explicit PU may sit in the housekeeping core (PUs 8-11) */
@@ -566,7 +566,7 @@ START_TEST(test_explicit_device_cpus)
 	ck_assert_int_eq(plan->entries[2].pu, 8);
 	ck_assert_int_eq(plan->entries[3].pu, 9);
 	ck_assert_int_eq(plan->entries[0].pu, 12);
-	pc_plan_free(plan);
+	pc_plan_destroy(plan);
 	plan = NULL;
 
 	/* fewer PUs than workers */
@@ -596,7 +596,7 @@ START_TEST(test_explicit_device_cpus)
 	ck_assert_int_eq(pc_plan_build(t, dev, 2, 20, &pol, &plan), 0);
 	ck_assert_int_eq(plan->entries[20].pu, 96);
 	ck_assert_int_eq(plan->entries[39].pu, 115);
-	pc_plan_free(plan);
+	pc_plan_destroy(plan);
 	plan = NULL;
 	/* but their cores do: 20 of mlx5_2's, each with 4 PUs, leave 19 for mlx5_0 */
 	hwloc_bitmap_zero(b);
@@ -750,7 +750,7 @@ START_TEST(test_netdev_rule_from_sysfs)
 		ck_assert_int_eq(hwloc_bitmap_first(loc.nodeset), (int)node->os_index);
 		hwloc_bitmap_and(want, node->cpuset, hwloc_topology_get_allowed_cpuset(h));
 		ck_assert(hwloc_bitmap_isequal(loc.cpuset, want));
-		pc_nic_locality_release(&loc);
+		pc_nic_locality_free(&loc);
 
 		/* Listed with the topology's own devices, in order. */
 		n = devices_of(t, names, 16);
@@ -764,7 +764,7 @@ START_TEST(test_netdev_rule_from_sysfs)
 			ck_assert(plan->entries[k].local);
 			ck_assert_int_eq(plan->entries[k].numa_node, (int)node->os_index);
 		}
-		pc_plan_free(plan);
+		pc_plan_destroy(plan);
 		rm_sysfs();
 		hwloc_bitmap_free(want);
 		pc_topo_close(t);
@@ -783,7 +783,7 @@ static void expect_machine_rule(struct pc_topo *t)
 	ck_assert_str_eq(pc_locality_rule_str(loc.rule), "machine");
 	ck_assert(hwloc_bitmap_isequal(loc.cpuset, hwloc_topology_get_allowed_cpuset(h)));
 	ck_assert(hwloc_bitmap_isequal(loc.nodeset, hwloc_topology_get_allowed_nodeset(h)));
-	pc_nic_locality_release(&loc);
+	pc_nic_locality_free(&loc);
 	rm_sysfs();
 }
 
@@ -866,7 +866,7 @@ static void expect_spill_nodes(const char *desc, bool matrix, const char *node, 
 			      plan->entries[k].numa_node, want[k]);
 		ck_assert_int_eq(plan->entries[k].local, k < 2);
 	}
-	pc_plan_free(plan);
+	pc_plan_destroy(plan);
 	rm_sysfs();
 	pc_topo_close(t);
 	unlink(path);
@@ -966,7 +966,7 @@ START_TEST(test_live_devices_from_sysfs)
 	ck_assert_int_eq(pc_topo_nic_locality(t, "rxe0", &loc), 0);
 	ck_assert_int_eq(loc.rule, PC_LOCALITY_NETDEV);
 	ck_assert_int_eq(hwloc_bitmap_first(loc.nodeset), (int)node->os_index);
-	pc_nic_locality_release(&loc);
+	pc_nic_locality_free(&loc);
 	rm_sysfs();
 	pc_topo_close(t);
 }

@@ -85,7 +85,7 @@ START_TEST(test_soft_roce_placed_by_netdev_or_machine)
 
 		ck_assert_int_eq(pc_topo_nic_locality(t, names[i], &loc), 0);
 		if (has_pci_parent(names[i])) {
-			pc_nic_locality_release(&loc);
+			pc_nic_locality_free(&loc);
 			continue;
 		}
 		nr_virtual++;
@@ -114,8 +114,8 @@ START_TEST(test_soft_roce_placed_by_netdev_or_machine)
 		mem = pc_numa_mem_node(t, buf, size);
 		ck_assert_int_eq(mem, plan->entries[0].numa_node);
 		pc_numa_free(t, buf, size);
-		pc_plan_free(plan);
-		pc_nic_locality_release(&loc);
+		pc_plan_destroy(plan);
+		pc_nic_locality_free(&loc);
 	}
 	if (pc_test_in_vm())
 		ck_assert_msg(nr_virtual > 0, "no soft-RoCE device among %d", n);

@@ -84,7 +84,7 @@ static int planned_pu(const struct pc_plan_policy *pol)
 
 	ck_assert_msg(pc_plan_build(topo, devs, 1, 1, pol, &plan) == 0, "%s", pc_last_error());
 	pu = plan->entries[0].pu;
-	pc_plan_free(plan);
+	pc_plan_destroy(plan);
 	return pu;
 }
 

@@ -116,7 +116,6 @@ START_TEST(double_put)
 
 	ck_assert_int_eq(pc_pool_put(pool, a), 0);
 	ck_assert_int_eq(pc_pool_put(pool, a), -EALREADY);
-	ck_assert_ptr_nonnull(strstr(pc_last_error(), "put back twice"));
 	check_stats(pool, NBUFS - 1, 0, 1);
 	/* a buffer never handed out is also refused */
 	ck_assert_int_eq(pc_pool_put(pool, &pool->bufs[NBUFS - 1]), -EALREADY);
@@ -153,7 +152,6 @@ START_TEST(foreign_pointer)
 	struct pc_buf fake = *mine;
 
 	ck_assert_int_eq(pc_pool_put(pool, theirs), -EINVAL);
-	ck_assert_ptr_nonnull(strstr(pc_last_error(), "not one of its buffers"));
 	ck_assert_int_eq(pc_pool_put(pool, &fake), -EINVAL);
 	ck_assert_int_eq(pc_pool_put(pool, NULL), -EINVAL);
 	ck_assert_int_eq(pc_pool_put(pool, (struct pc_buf *)((char *)mine + 4)), -EINVAL);

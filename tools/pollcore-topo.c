@@ -273,10 +273,10 @@ int main(int argc, char **argv)
 		print_table(t, &o, locs, o.nr_devices, plan);
 	ret = fflush(stdout) == 0 ? 0 : 1;
 
-	pc_plan_free(plan);
+	pc_plan_destroy(plan);
 out_locs:
 	for (unsigned int i = 0; i < o.nr_devices; i++)
-		pc_nic_locality_release(&locs[i]);
+		pc_nic_locality_free(&locs[i]);
 	free(locs);
 out_topo:
 	pc_topo_close(t);

@@ -26,6 +26,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include "log_pvt.h"
 
 enum {
 	CALL_ENDED = 1,	/* call_status holds the outcome */
@@ -205,7 +206,7 @@ static uint64_t conn_expire(struct pc_worker *w, struct conn *c, uint64_t now)
 		call_fail(w, c, e, -ETIMEDOUT);
 	}
 	if (c->unanswered > w->p->max_unanswered) {
-		pc_set_error(-ETIMEDOUT,
+		set_error(-ETIMEDOUT,
 			     "%s port %u qp 0x%x: %u calls unanswered after their deadline or cancel (max_unanswered %u); closing",
 			     w->dev->name, w->dev->port, c->qpn, c->unanswered,
 			     w->p->max_unanswered);

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
+#include "log_pvt.h"
 
 static int set_nonblock(int fd)
 {
@@ -46,7 +47,7 @@ static void cm_fill_priv(struct conn *c, struct wire_cm_priv *priv)
 
 /* --- choosing a worker ------------------------------------------------------------ */
 
-/* Says why @w cannot take one more connection (pc_set_error), naming the numbers. */
+/* Says why @w cannot take one more connection (set_error), naming the numbers. */
 static int refusal(struct pc_worker *w, enum credit_verdict v, bool raw)
 {
 	const struct credit_limits *l = &w->lim;
@@ -56,20 +57,20 @@ static int refusal(struct pc_worker *w, enum credit_verdict v, bool raw)
 
 	switch (v) {
 	case CREDIT_NO_CONNS:
-		return pc_set_error(-EBUSY, "%s port %u %s: %u connections, max_conns_per_worker %u",
+		return set_error(-EBUSY, "%s port %u %s: %u connections, max_conns_per_worker %u",
 				    dev, port, w->name, a->conns, l->max_conns);
 	case CREDIT_NO_BUFS:
-		return pc_set_error(-EBUSY, "%s port %u %s: %u connections cannot each have min_window %u "
+		return set_error(-EBUSY, "%s port %u %s: %u connections cannot each have min_window %u "
 				    "credits from %u receive buffers (srq_depth)", dev, port, w->name,
 				    a->conns - a->raw + 1, l->min_window, l->srq_depth);
 	case CREDIT_NO_RAW:
 		if (!l->raw_bufs)
-			return pc_set_error(-EBUSY, "%s port %u %s: a raw peer (no pollcore private data) "
+			return set_error(-EBUSY, "%s port %u %s: a raw peer (no pollcore private data) "
 					    "and raw_bufs is 0", dev, port, w->name);
-		return pc_set_error(-EBUSY, "%s port %u %s: %u raw peers hold its %u raw_bufs", dev,
+		return set_error(-EBUSY, "%s port %u %s: %u raw peers hold its %u raw_bufs", dev,
 				    port, w->name, a->raw, l->raw_bufs);
 	case CREDIT_NO_CQ:
-		return pc_set_error(-EBUSY, "%s port %u %s: its CQ of %u entries cannot also hold %u "
+		return set_error(-EBUSY, "%s port %u %s: its CQ of %u entries cannot also hold %u "
 				    "receives, %u connections' drain markers and %u sends", dev, port,
 				    w->name, l->cqe, l->srq_depth + l->raw_bufs, a->conns + 1,
 				    l->sq_depth);
@@ -115,10 +116,10 @@ static struct pc_worker *pick_worker(struct pc_engine *e, struct ibv_context *ct
 	if (!best && refused)
 		refusal(refused, why, raw);
 	else if (!best && engine_dev_gone(e, ctx))
-		pc_set_error(-ENODEV, "%s: this device was removed while the engine ran; the engine "
+		set_error(-ENODEV, "%s: this device was removed while the engine ran; the engine "
 			     "no longer uses it (a new engine will)", engine_dev_gone(e, ctx));
 	else if (!best)
-		pc_set_error(-EBUSY, "%s: no worker %d on this device", ibv_get_device_name(ctx->device),
+		set_error(-EBUSY, "%s: no worker %d on this device", ibv_get_device_name(ctx->device),
 			     want);
 	return best;
 }
@@ -265,7 +266,7 @@ static void on_connect_request(struct pc_engine *e, struct rdma_cm_event *ev)
 	c = w ? conn_alloc() : NULL;
 	if (!c) {
 		if (w)
-			pc_set_error(-ENOMEM, "%s: out of memory for a connection", dev);
+			set_error(-ENOMEM, "%s: out of memory for a connection", dev);
 		reject(id);
 		rdma_destroy_id(id);
 		return;
@@ -335,7 +336,7 @@ static void on_route_resolved(struct pc_engine *e, struct conn *c)
 	param.rnr_retry_count = 7;
 	param.retry_count = 7;
 	if (rdma_connect(c->id, &param)) {
-		pc_set_error(-errno, "%s: rdma_connect: %s", w->dev->name, strerror(errno));
+		set_error(-errno, "%s: rdma_connect: %s", w->dev->name, strerror(errno));
 		conn_begin_close(c, -errno, NULL);
 	}
 }
@@ -375,7 +376,7 @@ static void on_cm_event(struct pc_engine *e, struct rdma_cm_event *ev)
 			err = wire_cm_parse(c->w->dev->name, ev->param.conn.private_data,
 					    ev->param.conn.private_data_len, &c->peer_priv);
 			if (err == 0)
-				err = pc_set_error(-EPROTO, "%s qp 0x%x: the server sent no pollcore "
+				err = set_error(-EPROTO, "%s qp 0x%x: the server sent no pollcore "
 						   "parameters (not a pollcore server?)",
 						   c->w->dev->name, c->qpn);
 			if (err < 0) {
@@ -397,11 +398,11 @@ static void on_cm_event(struct pc_engine *e, struct rdma_cm_event *ev)
 		if (ev->event == RDMA_CM_EVENT_REJECTED &&
 		    wire_rej_parse(ev->param.conn.private_data, ev->param.conn.private_data_len,
 				   why, sizeof(why)))
-			pc_set_error(err, "%s: refused by the server: %s",
+			set_error(err, "%s: refused by the server: %s",
 				     ev->id->verbs ? ibv_get_device_name(ev->id->verbs->device)
 						   : "rdma_cm", why);
 		else
-			pc_set_error(err, "%s: %s (status %d)",
+			set_error(err, "%s: %s (status %d)",
 				     ev->id->verbs ? ibv_get_device_name(ev->id->verbs->device)
 						   : "rdma_cm", rdma_event_str(ev->event), ev->status);
 		/* a waiting pc_connect() is answered now, while pc_last_error() is this one */
@@ -575,11 +576,11 @@ static void connect_deadlines(struct pc_engine *e)
 		if (!r)
 			continue;
 		if (c->qpn)
-			pc_set_error(-ETIMEDOUT, "%s qp 0x%x: not established within %u ms",
+			set_error(-ETIMEDOUT, "%s qp 0x%x: not established within %u ms",
 				     ibv_get_device_name(c->id->verbs->device), c->qpn,
 				     c->connect_timeout_ms);
 		else
-			pc_set_error(-ETIMEDOUT, "address or route not resolved within %u ms",
+			set_error(-ETIMEDOUT, "address or route not resolved within %u ms",
 				     c->connect_timeout_ms);
 		conn_connect_answer(r, -ETIMEDOUT);
 		conn_begin_close(c, -ETIMEDOUT, NULL);
@@ -596,9 +597,9 @@ static void conn_start_connect(struct pc_engine *e, struct conn *c)
 	c->connecting_next = e->connecting;
 	e->connecting = c;
 	if (rdma_create_id(e->ch, &c->id, c, RDMA_PS_TCP))
-		ret = pc_set_error(pc_neg_errno(-1), "rdma_create_id: %s", strerror(errno));
+		ret = set_error(pc_neg_errno(-1), "rdma_create_id: %s", strerror(errno));
 	else if (rdma_resolve_addr(c->id, res->ai_src_addr, res->ai_dst_addr, 2000))
-		ret = pc_set_error(pc_neg_errno(-1), "rdma_resolve_addr: %s", strerror(errno));
+		ret = set_error(pc_neg_errno(-1), "rdma_resolve_addr: %s", strerror(errno));
 	rdma_freeaddrinfo(res);
 	if (ret)
 		conn_begin_close(c, ret, NULL);
@@ -695,20 +696,20 @@ int control_start(struct pc_engine *e)
 	ctl_inbox_init(&e->inbox, control_wake, e);
 	e->ctl_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (e->ctl_efd < 0)
-		return pc_set_error(-errno, "eventfd: %s", strerror(errno));
+		return set_error(-errno, "eventfd: %s", strerror(errno));
 	e->ch = rdma_create_event_channel();
 	if (!e->ch)
-		return pc_set_error(pc_neg_errno(-1), "rdma_create_event_channel: %s",
+		return set_error(pc_neg_errno(-1), "rdma_create_event_channel: %s",
 				    strerror(errno));
 	engine_dev_watch(e);
 	ret = set_nonblock(e->ch->fd);
 	for (i = 0; !ret && i < e->ndevs; i++)
 		ret = set_nonblock(e->devs[i]->ctx->async_fd);
 	if (ret)
-		return pc_set_error(ret, "fcntl(O_NONBLOCK): %s", strerror(-ret));
+		return set_error(ret, "fcntl(O_NONBLOCK): %s", strerror(-ret));
 	ret = pthread_create(&e->ctl_thread, NULL, ctl_main, e);
 	if (ret)
-		return pc_set_error(-ret, "pthread_create(control): %s", strerror(ret));
+		return set_error(-ret, "pthread_create(control): %s", strerror(ret));
 	e->ctl_started = true;
 	while (!atomic_load(&e->ctl_ready))
 		usleep(1000);
@@ -745,7 +746,7 @@ static int resolve(const char *addr, uint16_t port, bool passive, struct rdma_ad
 	snprintf(sport, sizeof(sport), "%u", port);
 	ret = rdma_getaddrinfo(addr, sport, &hints, res);
 	if (ret)
-		return pc_set_error(-EADDRNOTAVAIL, "cannot resolve '%s' port %u: %s",
+		return set_error(-EADDRNOTAVAIL, "cannot resolve '%s' port %u: %s",
 				    addr ? addr : "(any)", port,
 				    ret == EAI_SYSTEM ? strerror(errno) : gai_strerror(ret));
 	return 0;
@@ -757,17 +758,17 @@ int pc_listen(struct pc_engine *e, const char *addr, uint16_t port)
 	int ret;
 
 	if (e->listen_id)
-		return pc_set_error(-EALREADY, "already listening on port %u", e->listen_port);
+		return set_error(-EALREADY, "already listening on port %u", e->listen_port);
 	ret = resolve(addr, port, true, &res);
 	if (ret)
 		return ret;
 	ret = rdma_create_id(e->ch, &e->listen_id, NULL, RDMA_PS_TCP);
 	if (ret) {
-		ret = pc_set_error(pc_neg_errno(-1), "rdma_create_id: %s", strerror(errno));
+		ret = set_error(pc_neg_errno(-1), "rdma_create_id: %s", strerror(errno));
 		goto out;
 	}
 	if (rdma_bind_addr(e->listen_id, res->ai_src_addr) || rdma_listen(e->listen_id, 128)) {
-		ret = pc_set_error(pc_neg_errno(-1), "cannot listen on %s port %u: %s",
+		ret = set_error(pc_neg_errno(-1), "cannot listen on %s port %u: %s",
 				   addr ? addr : "(any)", port, strerror(errno));
 		rdma_destroy_id(e->listen_id);
 		e->listen_id = NULL;
@@ -825,7 +826,7 @@ struct pc_conn *pc_connect(struct pc_engine *e, const char *addr, uint16_t port,
 	sem_destroy(&req.done);
 	if (req.err) {
 		conn_drop(c);
-		pc_set_error(req.err, "connect to %s port %u: %s", addr, port, req.why);
+		set_error(req.err, "connect to %s port %u: %s", addr, port, req.why);
 		errno = -req.err;
 		return NULL;
 	}

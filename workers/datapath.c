@@ -18,6 +18,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include "log_pvt.h"
 
 #define HDR WIRE_HDR_LEN
 
@@ -118,12 +119,21 @@ void dp_msg_release(struct pc_worker *w, struct msg *m)
 
 	m->origin = NULL;
 	if (m->pool == POOL_TX) {
-		pc_pool_put(w->tx, m->buf);
+		if (pc_unlikely(pc_pool_put(w->tx, m->buf))) {
+			/* nobody to return it to: an application that gave a message back twice */
+			pc_err("%s: send buffer %u given back twice (pc_msg_release() or a send of a "
+			       "message no longer yours); ignored", w->name, m->buf->index);
+			return;
+		}
 		if (c)
 			conn_put(w, c);
 		return;
 	}
-	pc_pool_put(rx_pool(w, m), m->buf);
+	if (pc_unlikely(pc_pool_put(rx_pool(w, m), m->buf))) {
+		pc_err("%s: receive buffer %u given back twice (pc_msg_release() or a send of a "
+		       "message no longer yours); ignored", w->name, m->buf->index);
+		return;
+	}
 	if (!c)
 		return;
 	STAT_ADD(c->held, (uint32_t)-1);
@@ -239,7 +249,7 @@ static bool response_matches(struct pc_worker *w, struct conn *c, uint64_t req_i
 	uint64_t now;
 
 	if (pc_unlikely(!reqset_take(&c->reqs, req_id, &e))) {
-		pc_set_error(-EPROTO,
+		set_error(-EPROTO,
 			     "%s port %u qp 0x%x: response to request id %llu, which awaits none; closing",
 			     w->dev->name, w->dev->port, c->qpn, (unsigned long long)req_id);
 		return false;
@@ -304,7 +314,7 @@ static void dp_recv(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
 		if (pc_unlikely(wire_hdr_parse(m->buf->addr, len, &h))) {
 			const struct wire_hdr *raw = m->buf->addr;
 
-			pc_set_error(-EPROTO,
+			set_error(-EPROTO,
 				     "%s port %u qp 0x%x: malformed message from peer (%u bytes, magic 0x%x, type %u); closing",
 				     w->dev->name, w->dev->port, c->qpn, len,
 				     len >= 2 ? raw->magic : 0, len >= 3 ? raw->type : 0);
@@ -313,7 +323,7 @@ static void dp_recv(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
 			return;
 		}
 		if (pc_unlikely(c->recv_credited >= c->granted)) {
-			pc_set_error(-EPROTO, "%s port %u qp 0x%x: peer sent beyond its credits (%llu granted); closing",
+			set_error(-EPROTO, "%s port %u qp 0x%x: peer sent beyond its credits (%llu granted); closing",
 				     w->dev->name, w->dev->port, c->qpn,
 				     (unsigned long long)c->granted);
 			/*

@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include "log_pvt.h"
 
 #define DEVCHECK_NS (1000ull * 1000 * 1000)
 
@@ -79,7 +80,7 @@ static unsigned int close_all_on(struct pc_engine *e, unsigned int d)
 	for (c = e->connecting; c; c = next) {
 		next = c->connecting_next;
 		if (!c->attached && c->id && c->id->verbs == dev->ctx) {
-			pc_set_error(-ENODEV, "%s: device removed while connecting", dev->name);
+			set_error(-ENODEV, "%s: device removed while connecting", dev->name);
 			control_close_conn(c, -ENODEV, "device removed");
 		}
 	}

@@ -10,6 +10,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include "log_pvt.h"
 
 /* --- building and posting chains -------------------------------------------------------- */
 
@@ -158,7 +159,7 @@ static void post_chain(struct pc_worker *w, struct conn *c)
 	}
 	i = bad ? (uint32_t)(bad - ch->wr) : 0;
 	STAT_ADD(w->st.wrs_posted, i);
-	ret = pc_set_error(pc_neg_errno(ret), "%s port %u qp 0x%x: ibv_post_send of %u WRs failed at %u: %s",
+	ret = set_error(pc_neg_errno(ret), "%s port %u qp 0x%x: ibv_post_send of %u WRs failed at %u: %s",
 			   w->dev->name, w->dev->port, c->qpn, ch->n, i, strerror(abs(pc_neg_errno(ret))));
 	chain_fail(w, c, i, ret);
 	drain_fail(w, c, ret);
@@ -413,7 +414,7 @@ void dp_refill_srq(struct pc_worker *w, bool arm)
 				bad = head;
 			for (i = 0, wr = head; wr && wr != bad; wr = wr->next)
 				i++;
-			pc_set_error(pc_neg_errno(ret), "%s port %u: ibv_post_srq_recv of %u failed at %u: %s",
+			set_error(pc_neg_errno(ret), "%s port %u: ibv_post_srq_recv of %u failed at %u: %s",
 				     w->dev->name, w->dev->port, n, i, strerror(abs(pc_neg_errno(ret))));
 			for (wr = bad; wr; wr = wr->next) {
 				struct msg *m = pc_container_of((struct wr_ctx *)(uintptr_t)wr->wr_id,

@@ -19,6 +19,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include "log_pvt.h"
 
 #define MARKER_TIMEOUT_NS (2000ull * 1000 * 1000)
 #define LAST_WQE_GRACE_NS (100ull * 1000 * 1000)
@@ -193,7 +194,7 @@ void drain_poll(struct pc_worker *w)
 				w->dev->name, c->qpn, c->rq_posted);
 		if (c->was_up && p->on_conn) {
 			/* DOWN's reason, in pc_last_error() (logged already) */
-			pc_set_errorl(PC_LOG_DEBUG, c->close_err ? c->close_err : -ECONNRESET, "%s",
+			set_errorl(PC_LOG_DEBUG, c->close_err ? c->close_err : -ECONNRESET, "%s",
 				      c->close_why);
 			p->on_conn((struct pc_conn *)c, PC_CONN_DOWN, p->arg);
 		}

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "log_pvt.h"
 
 /* The app slots this thread is attached to, one per engine (few engines per process). */
 #define APP_BINDINGS 4
@@ -43,7 +44,7 @@ static int params_normalise(struct pc_engine_params *p)
 	DEFAULT(rx_bufs, 1024);
 	DEFAULT(tx_bufs, 1024);
 	if (p->raw_bufs >= p->rx_bufs)
-		return pc_set_error(-EINVAL, "raw_bufs %u leaves no receive buffer of %u for the SRQ",
+		return set_error(-EINVAL, "raw_bufs %u leaves no receive buffer of %u for the SRQ",
 				    p->raw_bufs, p->rx_bufs);
 	DEFAULT(srq_depth, p->rx_bufs - p->raw_bufs);
 	DEFAULT(srq_watermark, p->srq_depth / 4 ? p->srq_depth / 4 : 1);
@@ -61,26 +62,26 @@ static int params_normalise(struct pc_engine_params *p)
 	p->sq_depth = (uint32_t)pc_align_pow2(p->sq_depth);
 	p->ring_size = (uint32_t)pc_align_pow2(p->ring_size);
 	if ((uint64_t)p->srq_depth + p->raw_bufs > p->rx_bufs)
-		return pc_set_error(-EINVAL, "srq_depth %u and raw_bufs %u exceed rx_bufs %u",
+		return set_error(-EINVAL, "srq_depth %u and raw_bufs %u exceed rx_bufs %u",
 				    p->srq_depth, p->raw_bufs, p->rx_bufs);
 	if (p->srq_watermark > p->srq_depth)
-		return pc_set_error(-EINVAL, "srq_watermark %u exceeds srq_depth %u",
+		return set_error(-EINVAL, "srq_watermark %u exceeds srq_depth %u",
 				    p->srq_watermark, p->srq_depth);
 	if (p->window > p->srq_depth)
-		return pc_set_error(-EINVAL, "window %u exceeds srq_depth %u: a single peer "
+		return set_error(-EINVAL, "window %u exceeds srq_depth %u: a single peer "
 				    "could not be given its credits", p->window, p->srq_depth);
 	if (p->window > WIRE_MAX_CREDITS)
-		return pc_set_error(-EINVAL, "window %u exceeds %u, the most a message header's "
+		return set_error(-EINVAL, "window %u exceeds %u, the most a message header's "
 				    "16-bit grant can carry", p->window, WIRE_MAX_CREDITS);
 	if (p->min_window > p->window)
-		return pc_set_error(-EINVAL, "min_window %u exceeds window %u", p->min_window,
+		return set_error(-EINVAL, "min_window %u exceeds window %u", p->min_window,
 				    p->window);
 	if (p->signal_every > p->sq_depth / 2)
 		p->signal_every = p->sq_depth / 2;
 	if (p->handoff == PC_HANDOFF_HANDLER && !p->on_msg)
-		return pc_set_error(-EINVAL, "handler mode needs on_msg");
+		return set_error(-EINVAL, "handler mode needs on_msg");
 	if (p->sq_depth < 4 || p->poll_batch > 4096)
-		return pc_set_error(-EINVAL, "sq_depth %u (>= 4) or poll_batch %u (<= 4096)",
+		return set_error(-EINVAL, "sq_depth %u (>= 4) or poll_batch %u (<= 4096)",
 				    p->sq_depth, p->poll_batch);
 	return 0;
 }
@@ -97,7 +98,7 @@ static int devices_open(struct pc_engine *e)
 		;
 	e->ndevs = names ? k : 1;
 	if (!e->ndevs)
-		return pc_set_error(-EINVAL, "empty device list");
+		return set_error(-EINVAL, "empty device list");
 	e->devs = calloc(e->ndevs, sizeof(*e->devs));
 	e->devnames = calloc(e->ndevs, sizeof(*e->devnames));
 	e->dlife = calloc(e->ndevs, sizeof(*e->dlife));
@@ -147,7 +148,7 @@ static int parse_pus(const char *what, const char *list, hwloc_bitmap_t *out)
 	if (!*out)
 		return -ENOMEM;
 	if (*list && (hwloc_bitmap_list_sscanf(*out, list) < 0 || hwloc_bitmap_weight(*out) < 0))
-		return pc_set_error(-EINVAL, "%s: '%s' is not a list of PUs (e.g. \"0-1,40\")",
+		return set_error(-EINVAL, "%s: '%s' is not a list of PUs (e.g. \"0-1,40\")",
 				    what, list);
 	return 0;
 }
@@ -190,12 +191,12 @@ static int placement(struct pc_engine *e)
 	int ret;
 
 	if (e->p.no_numa)
-		return asked ? pc_set_error(-EINVAL, "no_numa with housekeeping_pus or device cpus")
+		return asked ? set_error(-EINVAL, "no_numa with housekeeping_pus or device cpus")
 			     : 0;
 	e->topo = pc_topo_open();
 	if (!e->topo) {
 		if (asked)
-			return pc_set_error(errno ? -errno : -ENODEV,
+			return set_error(errno ? -errno : -ENODEV,
 					    "placement asked for, but no topology: %s", pc_last_error());
 		pc_warn("no topology (%s); workers run unpinned", pc_last_error());
 		return 0;
@@ -443,7 +444,7 @@ void pc_engine_destroy(struct pc_engine *e)
 		pc_dev_close(e->devs[i]);
 	if (e->cm_ctxs)
 		rdma_free_devices(e->cm_ctxs);
-	pc_plan_free(e->plan);
+	pc_plan_destroy(e->plan);
 	if (e->topo)
 		pc_topo_close(e->topo);
 	free(e->slot_taken);
@@ -516,7 +517,7 @@ struct pc_msg *pc_msg_alloc(struct pc_conn *pconn)
 		else
 			conn_unref_app(c);
 	} else {
-		pc_set_error(-EPERM, "pc_msg_alloc: call pc_app_attach() on this thread first");
+		set_error(-EPERM, "pc_msg_alloc: call pc_app_attach() on this thread first");
 		errno = EPERM;
 		return NULL;
 	}
@@ -541,17 +542,17 @@ static int msg_submit(struct pc_msg *pm, uint8_t type)
 	int ret;
 
 	if (pc_unlikely(pm->len > pm->cap))
-		return pc_set_error(-EMSGSIZE, "message of %u bytes exceeds capacity %u", pm->len,
+		return set_error(-EMSGSIZE, "message of %u bytes exceeds capacity %u", pm->len,
 				    pm->cap);
 	if (pc_unlikely(!c->raw && c->peer_max_msg && pm->len > c->peer_max_msg))
-		return pc_set_error(-EMSGSIZE, "%s qp 0x%x: message of %u bytes exceeds the peer's maximum %u",
+		return set_error(-EMSGSIZE, "%s qp 0x%x: message of %u bytes exceeds the peer's maximum %u",
 				    c->w->dev->name, c->qpn, pm->len, c->peer_max_msg);
 	if (pc_unlikely(c->w != m->w))
-		return pc_set_error(-EXDEV, "message belongs to %s, connection to %s", m->w->name,
+		return set_error(-EXDEV, "message belongs to %s, connection to %s", m->w->name,
 				    c->w->name);
 	/* a received buffer may be sent on: its payload offset follows the conn */
 	if (pc_unlikely(pm->data != (char *)m->buf->addr + (c->raw ? 0 : WIRE_HDR_LEN)))
-		return pc_set_error(-EINVAL, "message data pointer was moved");
+		return set_error(-EINVAL, "message data pointer was moved");
 	/* closing or closed, maybe past DOWN (the message keeps @c allocated) */
 	if (pc_unlikely(__atomic_load_n(&c->state, __ATOMIC_RELAXED) >= CONN_DRAINING)) {
 		ret = pc_msg_release(pm);
@@ -593,9 +594,9 @@ int pc_call(struct pc_msg *msg, pc_call_fn done, void *arg, uint32_t timeout_ms,
 	int ret;
 
 	if (pc_unlikely(!done && timeout_ms))
-		return pc_set_error(-EINVAL, "pc_call: a deadline needs a completion");
+		return set_error(-EINVAL, "pc_call: a deadline needs a completion");
 	if (pc_unlikely(done && c->raw))
-		return pc_set_error(-EINVAL, "%s qp 0x%x: pc_call with a completion on a raw peer, "
+		return set_error(-EINVAL, "%s qp 0x%x: pc_call with a completion on a raw peer, "
 				    "which sends no responses", c->devname, c->qpn);
 	m->call_done = done;
 	if (done) {
@@ -665,7 +666,7 @@ int pc_call_cancel(struct pc_conn *pconn, uint64_t req_id)
 int pc_reply(struct pc_msg *req)
 {
 	if (req->type != PC_MSG_REQUEST)
-		return pc_set_error(-EINVAL, "pc_reply on a message that is not a request");
+		return set_error(-EINVAL, "pc_reply on a message that is not a request");
 	return msg_submit(req, PC_MSG_RESPONSE);
 }
 
@@ -683,7 +684,7 @@ int pc_rdma(struct pc_conn *pconn, struct pc_op *op)
 	struct op_priv *pv = op_priv(op);
 
 	if (!op->done || (op->code != PC_OP_WRITE && op->code != PC_OP_READ) || !op->len)
-		return pc_set_error(-EINVAL, "pc_rdma: bad operation (code %u, len %u, done %p)",
+		return set_error(-EINVAL, "pc_rdma: bad operation (code %u, len %u, done %p)",
 				    op->code, op->len, (void *)(uintptr_t)op->done);
 	pv->ctx.kind = WR_OP;
 	pv->ctx.action = ACT_RDMA;
@@ -710,14 +711,14 @@ void *pc_mem_reg(struct pc_conn *pconn, void *addr, size_t len, int access, uint
 
 	/* the reference keeps the device's protection domain while we use it */
 	if (!conn_ref_app(c)) {
-		pc_set_error(-ENOTCONN, "%s qp 0x%x: pc_mem_reg on a closed connection", c->devname,
+		set_error(-ENOTCONN, "%s qp 0x%x: pc_mem_reg on a closed connection", c->devname,
 			     c->qpn);
 		errno = ENOTCONN;
 		return NULL;
 	}
 	mr = ibv_reg_mr(c->w->dev->pd, addr, len, access);
 	if (!mr)
-		pc_set_error(pc_neg_errno(-1), "%s: ibv_reg_mr(%zu bytes, access 0x%x): %s",
+		set_error(pc_neg_errno(-1), "%s: ibv_reg_mr(%zu bytes, access 0x%x): %s",
 			     c->devname, len, access, strerror(errno));
 	conn_unref_app(c);
 	if (!mr)
@@ -741,18 +742,18 @@ int pc_app_attach(struct pc_engine *e, unsigned int idx)
 	unsigned int i;
 
 	if (app_slot(e) >= 0)
-		return pc_set_error(-EALREADY, "this thread is already attached to slot %d",
+		return set_error(-EALREADY, "this thread is already attached to slot %d",
 				    app_slot(e));
 	for (i = 0; i < APP_BINDINGS && app_binding[i].e; i++)
 		;
 	if (i == APP_BINDINGS)
-		return pc_set_error(-ENOSPC, "a thread can attach to at most %d engines",
+		return set_error(-ENOSPC, "a thread can attach to at most %d engines",
 				    APP_BINDINGS);
 	if (idx >= e->p.app_threads)
-		return pc_set_error(-EINVAL, "app slot %u: the engine has %u", idx,
+		return set_error(-EINVAL, "app slot %u: the engine has %u", idx,
 				    e->p.app_threads);
 	if (!atomic_compare_exchange_strong(&e->slot_taken[idx], &expected, 1))
-		return pc_set_error(-EBUSY, "app slot %u is taken by another thread", idx);
+		return set_error(-EBUSY, "app slot %u is taken by another thread", idx);
 	app_binding[i].e = e;
 	app_binding[i].slot = (int)idx;
 	return 0;
@@ -787,9 +788,9 @@ int pc_app_poll(struct pc_engine *e, struct pc_msg **msgs, unsigned int n)
 	unsigned int got = 0, i, k;
 
 	if (pc_unlikely(slot < 0))
-		return pc_set_error(-EPERM, "pc_app_poll: this thread is not attached (pc_app_attach())");
+		return set_error(-EPERM, "pc_app_poll: this thread is not attached (pc_app_attach())");
 	if (pc_unlikely(e->p.handoff != PC_HANDOFF_RING))
-		return pc_set_error(-EINVAL, "pc_app_poll: the engine is in handler mode");
+		return set_error(-EINVAL, "pc_app_poll: the engine is in handler mode");
 	for (i = 0; i < e->nworkers && got < n; i++) {
 		struct chan *ch = &e->workers[i].chans[slot];
 

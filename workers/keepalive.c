@@ -30,6 +30,7 @@
 #include <errno.h>
 
 #include "worker_pvt.h"
+#include "log_pvt.h"
 
 #define KA_SQ_STUCK_SCANS 16
 
@@ -43,7 +44,7 @@ static bool ka_sq_stalled(struct pc_worker *w, struct conn *c)
 	}
 	if (++c->ka_stuck < KA_SQ_STUCK_SCANS)
 		return false;
-	pc_set_error(-ETIMEDOUT, "%s port %u qp 0x%x: no send completed for %llu ms with %u WRs "
+	set_error(-ETIMEDOUT, "%s port %u qp 0x%x: no send completed for %llu ms with %u WRs "
 		     "in flight (the peer RNR-retries without end, or the device stalled)",
 		     w->dev->name, w->dev->port, c->qpn,
 		     (unsigned long long)w->p->keepalive_ms * KA_SQ_STUCK_SCANS / 2,

@@ -29,6 +29,7 @@
 #include <sched.h>
 
 #include "worker_pvt.h"
+#include "log_pvt.h"
 
 unsigned int worker_run_pollers(struct pc_worker *w, unsigned int hi)
 {
@@ -100,7 +101,7 @@ int pc_worker_post(struct pc_worker *w, struct pc_work *work)
 	struct wr_ctx *ctx = (struct wr_ctx *)(void *)work->priv;
 
 	if (pc_unlikely(!work->fn))
-		return pc_set_error(-EINVAL, "pc_worker_post: work without a function");
+		return set_error(-EINVAL, "pc_worker_post: work without a function");
 	*ctx = (struct wr_ctx){ .action = ACT_WORK };
 	/* release (the ring): the caller's writes to its context reach fn */
 	if (pc_unlikely(pc_ring_mpsc_enqueue(w->submit, ctx)))
@@ -252,7 +253,7 @@ int pc_worker_remove_poller(struct pc_poller *p)
 			if (wait_worker(self_worker, w, seq)) {
 				/* the owner is inside a call and has not looked at the slot since */
 				atomic_store(&p->state, POLLER_ACTIVE);
-				return pc_set_errorl(PC_LOG_DEBUG, -EDEADLK, "%s: poller not removed: "
+				return set_errorl(PC_LOG_DEBUG, -EDEADLK, "%s: poller not removed: "
 						     "its worker waits, inside a poller, for this "
 						     "one's calls to end", w->name);
 			}

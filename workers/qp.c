@@ -14,6 +14,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include "log_pvt.h"
 
 /*
  * No mlx5 CQE compression, on purpose: a compressed CQ carries mini-CQEs
@@ -51,7 +52,7 @@ int worker_create_cq(struct pc_worker *w, int cqe)
 		 strerror(errno));
 	w->cq = ibv_create_cq(d->ctx, cqe, w, w->ch, 0);
 	if (!w->cq)
-		return pc_set_error(pc_neg_errno(-1), "%s port %u: ibv_create_cq(%d): %s", d->name,
+		return set_error(pc_neg_errno(-1), "%s port %u: ibv_create_cq(%d): %s", d->name,
 				    d->port, cqe, strerror(errno));
 	return 0;
 }
@@ -140,11 +141,11 @@ int worker_create_qp(struct pc_worker *w, struct conn *c, struct rdma_cm_id *id)
 	c->credit_mr = ibv_reg_mr(w->dev->pd, (void *)c->credit_word, 2 * sizeof(uint64_t),
 				  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	if (!c->credit_mr)
-		return pc_set_error(pc_neg_errno(-1), "%s: ibv_reg_mr(credit word): %s",
+		return set_error(pc_neg_errno(-1), "%s: ibv_reg_mr(credit word): %s",
 				    w->dev->name, strerror(errno));
 	ret = rdma_create_qp_ex(id, &attr);
 	if (ret)
-		return pc_set_error(pc_neg_errno(-1), "%s port %u: rdma_create_qp_ex on %s%s: %s",
+		return set_error(pc_neg_errno(-1), "%s port %u: rdma_create_qp_ex on %s%s: %s",
 				    w->dev->name, id->port_num, w->name,
 				    w->wr_ex ? " (ibv_wr_* send ops)" : "", strerror(errno));
 	c->w = w;

@@ -40,6 +40,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "log_pvt.h"
 
 #define PAGE 4096u
 
@@ -442,9 +443,9 @@ static int seg_name(struct stats_seg *seg, unsigned int *engine)
 	}
 	*engine = n;
 	if (fd == -EEXIST)
-		return pc_set_error(-EEXIST, "stats segment: no free name for pid %d", getpid());
+		return set_error(-EEXIST, "stats segment: no free name for pid %d", getpid());
 	if (fd < 0)
-		return pc_set_error(fd, "stats segment /dev/shm/%s: %s", seg->name, strerror(-fd));
+		return set_error(fd, "stats segment /dev/shm/%s: %s", seg->name, strerror(-fd));
 	return fd;
 }
 
@@ -462,7 +463,7 @@ int stats_seg_create(struct stats_seg *seg, unsigned int nworkers, unsigned int 
 	seg->fd = -1;
 	ret = stats_layout(nworkers, conn_slots, &woff, &coff, &size);
 	if (ret)
-		return pc_set_error(ret, "stats segment: %u workers of %u connection slots: more than %u slots",
+		return set_error(ret, "stats segment: %u workers of %u connection slots: more than %u slots",
 				    nworkers, conn_slots, STATS_MAX_SLOTS);
 	pthread_mutex_lock(&create_lock);
 	fd = seg_name(seg, &n);
@@ -488,7 +489,7 @@ int stats_seg_create(struct stats_seg *seg, unsigned int nworkers, unsigned int 
 		mfd = -1;
 		shm_unlink(seg->name);
 		close(fd);
-		return pc_set_error(ret, "stats segment /dev/shm/%s: mmap of %llu bytes: %s",
+		return set_error(ret, "stats segment /dev/shm/%s: mmap of %llu bytes: %s",
 				    seg->name, (unsigned long long)size, strerror(-ret));
 	}
 	h = base;
@@ -522,7 +523,7 @@ fail:
 		close(mfd);
 	shm_unlink(seg->name);
 	close(fd);
-	return pc_set_error(ret, "stats segment /dev/shm/%s: %s", seg->name, strerror(-ret));
+	return set_error(ret, "stats segment /dev/shm/%s: %s", seg->name, strerror(-ret));
 }
 
 void stats_seg_destroy(struct stats_seg *seg)
@@ -669,39 +670,39 @@ int stats_hdr_parse(const void *buf, size_t len, uint64_t file_size, struct pc_s
 	if (len < sizeof(*out)) {
 		if (!len && !file_size)
 			return -EAGAIN; /* created, not sized yet */
-		return pc_set_errorl(PC_LOG_DEBUG, -EPROTO, "%s: %zu bytes, shorter than a header",
+		return set_errorl(PC_LOG_DEBUG, -EPROTO, "%s: %zu bytes, shorter than a header",
 				     name, len);
 	}
 	memcpy(out, buf, sizeof(*out));
 	if (out->magic == 0)
 		return -EAGAIN;
 	if (out->magic != PC_STATS_MAGIC)
-		return pc_set_errorl(PC_LOG_DEBUG, -EPROTO, "%s: not a pollcore stats segment", name);
+		return set_errorl(PC_LOG_DEBUG, -EPROTO, "%s: not a pollcore stats segment", name);
 	if (out->version != PC_STATS_VERSION || out->hdr_size != sizeof(*out) ||
 	    out->worker_size != sizeof(struct pc_stats_worker) ||
 	    out->conn_size != sizeof(struct pc_stats_conn))
-		return pc_set_errorl(PC_LOG_DEBUG, -EPROTO,
+		return set_errorl(PC_LOG_DEBUG, -EPROTO,
 				     "%s: layout version %u (sizes %u/%u/%u), this reader knows %u (%zu/%zu/%zu)",
 				     name, out->version, out->hdr_size, out->worker_size, out->conn_size,
 				     PC_STATS_VERSION, sizeof(*out), sizeof(struct pc_stats_worker),
 				     sizeof(struct pc_stats_conn));
 	if (stats_layout(out->nworkers, out->conn_slots, &woff, &coff, &size))
-		return pc_set_errorl(PC_LOG_DEBUG, -EPROTO,
+		return set_errorl(PC_LOG_DEBUG, -EPROTO,
 				     "%s: impossible counts (%u workers, %u slots each)", name,
 				     out->nworkers, out->conn_slots);
 	/* only the layout the creator makes: no offset to wrap, overlap or point anywhere else */
 	if (out->worker_off != woff || out->conn_off != coff || out->size != size)
-		return pc_set_errorl(PC_LOG_DEBUG, -EPROTO,
+		return set_errorl(PC_LOG_DEBUG, -EPROTO,
 				     "%s: inconsistent header (offsets %llu/%llu, size %llu; %u workers of %u slots take %llu/%llu, %llu)",
 				     name, (unsigned long long)out->worker_off,
 				     (unsigned long long)out->conn_off, (unsigned long long)out->size,
 				     out->nworkers, out->conn_slots, (unsigned long long)woff,
 				     (unsigned long long)coff, (unsigned long long)size);
 	if (size > file_size)
-		return pc_set_errorl(PC_LOG_DEBUG, -EPROTO, "%s: %llu bytes, its header says %llu",
+		return set_errorl(PC_LOG_DEBUG, -EPROTO, "%s: %llu bytes, its header says %llu",
 				     name, (unsigned long long)file_size, (unsigned long long)size);
 	if (out->pid <= 0)
-		return pc_set_errorl(PC_LOG_DEBUG, -EPROTO, "%s: no owner (pid %d)", name, out->pid);
+		return set_errorl(PC_LOG_DEBUG, -EPROTO, "%s: no owner (pid %d)", name, out->pid);
 	out->comm[sizeof(out->comm) - 1] = '\0';
 	out->devices[sizeof(out->devices) - 1] = '\0';
 	return 0;
@@ -738,7 +739,7 @@ static int hdr_read(int fd, struct pc_stats_hdr *out, const char *name)
 	if (fstat(fd, &sb))
 		return -errno;
 	if (!S_ISREG(sb.st_mode))
-		return pc_set_errorl(PC_LOG_DEBUG, -EPROTO, "%s: not a regular file", name);
+		return set_errorl(PC_LOG_DEBUG, -EPROTO, "%s: not a regular file", name);
 	/* magic first, alone: it is stored last, and a copy of the whole may be of any order */
 	if (pread_full(fd, &magic, sizeof(magic), 0) == 0) {
 		if (magic == 0)
@@ -782,7 +783,7 @@ struct pc_stats *pc_stats_open(const char *name)
 	fd = open_existing(name);
 	if (fd < 0) {
 		if (errno == ELOOP) {
-			pc_set_errorl(PC_LOG_DEBUG, -EPROTO, "%s: a symbolic link, not a segment", name);
+			set_errorl(PC_LOG_DEBUG, -EPROTO, "%s: a symbolic link, not a segment", name);
 			errno = EPROTO;
 		}
 		return NULL;
@@ -881,7 +882,7 @@ static int seq_pread(int fd, uint64_t off, void *out, size_t len)
 
 static int short_file(const struct pc_stats *s)
 {
-	return pc_set_errorl(PC_LOG_DEBUG, -EPROTO,
+	return set_errorl(PC_LOG_DEBUG, -EPROTO,
 			     "%s: shorter than its header says (truncated while read)", s->name);
 }
 
@@ -920,7 +921,7 @@ int pc_stats_for_each(int pid, void (*fn)(const char *name, int pid, void *arg),
 	int n = 0, p;
 
 	if (!d)
-		return pc_set_error(-errno, "/dev/shm: %s", strerror(errno));
+		return set_error(-errno, "/dev/shm: %s", strerror(errno));
 	while ((de = readdir(d))) {
 		p = name_pid(de->d_name, NULL);
 		if (!p || (pid && p != pid))
@@ -954,9 +955,9 @@ static int clean_fd(int fd, const char *name, bool foreign_ok)
 	if (fstat(fd, &sb)) {
 		ret = -errno;
 	} else if (!S_ISREG(sb.st_mode)) {
-		ret = pc_set_errorl(PC_LOG_DEBUG, -EPROTO, "%s: not a regular file", name);
+		ret = set_errorl(PC_LOG_DEBUG, -EPROTO, "%s: not a regular file", name);
 	} else if (sb.st_uid != geteuid() && !foreign_ok) {
-		ret = pc_set_errorl(PC_LOG_DEBUG, -EACCES, "%s: another user's (uid %u)", name,
+		ret = set_errorl(PC_LOG_DEBUG, -EACCES, "%s: another user's (uid %u)", name,
 				    (unsigned int)sb.st_uid);
 	} else if (flock(fd, LOCK_EX | LOCK_NB)) {
 		ret = errno == EWOULDBLOCK ? -EBUSY : -errno;
@@ -981,11 +982,11 @@ int pc_stats_clean(const char *name)
 	int fd, ret;
 
 	if (!name_pid(name, NULL))
-		return pc_set_errorl(PC_LOG_DEBUG, -EINVAL, "%s is not a pollcore stats segment name",
+		return set_errorl(PC_LOG_DEBUG, -EINVAL, "%s is not a pollcore stats segment name",
 				     name);
 	fd = open_existing(name);
 	if (fd < 0)
-		return errno == ELOOP ? pc_set_errorl(PC_LOG_DEBUG, -EPROTO,
+		return errno == ELOOP ? set_errorl(PC_LOG_DEBUG, -EPROTO,
 						      "%s: a symbolic link, not a segment", name)
 				      : -errno;
 	/* root may remove another user's segment, when it is clearly stale */

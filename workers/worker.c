@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
+#include "log_pvt.h"
 
 SELF_WORKER_TLS struct pc_worker *self_worker;
 
@@ -73,7 +74,7 @@ static int worker_setup(struct pc_worker *w)
 	if (w->place && w->topo) {
 		ret = pc_numa_bind_thread(w->topo, w->place);
 		if (ret && w->must_bind)
-			return pc_set_error(ret, "%s: cannot bind to PU %d: %s", w->name,
+			return set_error(ret, "%s: cannot bind to PU %d: %s", w->name,
 					    w->place->pu, strerror(-ret));
 		if (ret)
 			pc_warn("%s: cannot bind to PU %d (%s); running unbound", w->name,
@@ -162,11 +163,11 @@ static int worker_setup(struct pc_worker *w)
 
 	w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (w->efd < 0)
-		return pc_set_error(-errno, "%s: eventfd: %s", w->name, strerror(errno));
+		return set_error(-errno, "%s: eventfd: %s", w->name, strerror(errno));
 	if (p->idle == PC_IDLE_HYBRID) {
 		w->ch = ibv_create_comp_channel(d->ctx);
 		if (!w->ch)
-			return pc_set_error(pc_neg_errno(-1), "%s: ibv_create_comp_channel: %s",
+			return set_error(pc_neg_errno(-1), "%s: ibv_create_comp_channel: %s",
 					    d->name, strerror(errno));
 		if (fcntl(w->ch->fd, F_SETFL, fcntl(w->ch->fd, F_GETFL) | O_NONBLOCK))
 			return -errno;
@@ -203,7 +204,7 @@ static int worker_setup(struct pc_worker *w)
 	sattr.attr.max_sge = 1;
 	w->srq = ibv_create_srq(w->pd, &sattr);
 	if (!w->srq)
-		return pc_set_error(pc_neg_errno(-1), "%s port %u: ibv_create_srq(%u): %s", d->name,
+		return set_error(pc_neg_errno(-1), "%s port %u: ibv_create_srq(%u): %s", d->name,
 				    d->port, p->srq_depth, strerror(errno));
 	ctl_inbox_init(&w->inbox, wake_cb, w);
 	dp_refill_srq(w, true);
@@ -689,13 +690,13 @@ int worker_start(struct pc_worker *w, const struct worker_cfg *cfg)
 	memcpy(w->name, w->st.name, sizeof(w->name) - 1);
 	ret = pthread_create(&w->thread, NULL, worker_main, w);
 	if (ret)
-		return pc_set_error(-ret, "%s: pthread_create: %s", w->name, strerror(ret));
+		return set_error(-ret, "%s: pthread_create: %s", w->name, strerror(ret));
 	/* acquire: pairs with the release in worker_main() */
 	while (!atomic_load_explicit(&w->ready, memory_order_acquire))
 		usleep(1000);
 	if (atomic_load(&w->ready) < 0) {
 		pthread_join(w->thread, NULL);
-		return pc_set_error(w->setup_err ? w->setup_err : -EIO, "%s: setup failed: %s",
+		return set_error(w->setup_err ? w->setup_err : -EIO, "%s: setup failed: %s",
 				    w->name, pc_last_error());
 	}
 	return 0;

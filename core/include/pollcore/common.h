@@ -156,25 +156,6 @@ PC_API void pc_log(enum pc_log_level level, const char *fmt, ...) pc_printf(2, 3
  */
 PC_API const char *pc_last_error(void);
 
-/**
- * pc_set_error - record (and log at ERR level) the thread's last error.
- * @err: negative errno being returned.
- * @fmt: printf format of the explanation.
- *
- * Return: @err, so callers can write `return pc_set_error(-EINVAL, ...)`.
- */
-PC_API int pc_set_error(int err, const char *fmt, ...) pc_printf(2, 3);
-
-/**
- * pc_set_errorl - pc_set_error() that logs at @level instead of ERR.
- * @level: log level of the message (e.g. PC_LOG_DEBUG for expected flushes).
- * @err: negative errno being returned.
- * @fmt: printf format of the explanation.
- *
- * Return: @err.
- */
-PC_API int pc_set_errorl(enum pc_log_level level, int err, const char *fmt, ...) pc_printf(3, 4);
-
 #ifdef __cplusplus
 }
 #endif

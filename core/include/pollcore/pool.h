@@ -178,8 +178,15 @@ PC_API void pc_pool_destroy(struct pc_pool *pool);
  */
 PC_API void pc_pool_stats(const struct pc_pool *pool, struct pc_pool_stats *st);
 
-/* Private to pool.h: counts and reports a refused pc_pool_put(); returns @err. */
-PC_API int pc__pool_bad_put(struct pc_pool *pool, const struct pc_buf *buf, int err);
+/* Private to pool.h: counts a refused pc_pool_put(); returns @err. */
+static inline int pc__pool_refuse(struct pc_pool *pool, int err)
+{
+	/* relaxed: single writer (the owner); other threads only sample it */
+	atomic_store_explicit(&pool->bad_put,
+			      atomic_load_explicit(&pool->bad_put, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
+	return err;
+}
 
 /**
  * pc_pool_get - take a free buffer.
@@ -217,8 +224,8 @@ static inline struct pc_buf *pc_pool_get(struct pc_pool *pool)
  * @buf: the buffer.
  *
  * Owner thread only. The checks are always on (one range check and one
- * state byte): a refused put changes nothing in the pool, increments its
- * bad_put counter and sets pc_last_error().
+ * state byte): a refused put changes nothing in the pool and increments
+ * its bad_put counter (pc_pool_stats()).
  *
  * Return: 0; -EINVAL if @buf is not one of this pool's buffers (NULL, a
  * foreign or misaligned pointer); -EALREADY if @buf is already free
@@ -230,9 +237,9 @@ static inline int pc_pool_put(struct pc_pool *pool, struct pc_buf *buf)
 	unsigned int n;
 
 	if (pc_unlikely(off >= (uintptr_t)pool->nbufs * sizeof(*buf) || off % sizeof(*buf)))
-		return pc__pool_bad_put(pool, buf, -EINVAL);
+		return pc__pool_refuse(pool, -EINVAL);
 	if (pc_unlikely(buf->state != PC_BUF_IN_USE))
-		return pc__pool_bad_put(pool, buf, -EALREADY);
+		return pc__pool_refuse(pool, -EALREADY);
 	buf->state = PC_BUF_FREE;
 	n = atomic_load_explicit(&pool->nfree, memory_order_relaxed);
 	pool->stack[n] = buf->index;

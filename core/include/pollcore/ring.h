@@ -58,35 +58,6 @@ struct pc_ring_stats {
 };
 
 /*
- * Bytes needed for a ring of @capacity slots of @slot_size bytes after a
- * @hdr_size header, or -EINVAL (message in pc_last_error()).
- */
-static inline ssize_t pc__ring_memsize(const char *type, unsigned int capacity, size_t hdr_size,
-				       size_t slot_size)
-{
-	if (!pc_is_pow2(capacity) || capacity > PC_RING_MAX_CAPACITY)
-		return pc_set_error(
-		    -EINVAL, "%s ring capacity %u is invalid: must be a power of two from 1 to %u",
-		    type, capacity, PC_RING_MAX_CAPACITY);
-	return (ssize_t)(hdr_size + (size_t)capacity * slot_size);
-}
-
-/* Cache-line-aligned allocation of @size bytes, or NULL with errno = ENOMEM. */
-static inline void *pc__ring_alloc(const char *type, unsigned int capacity, size_t size)
-{
-	void *mem;
-	int ret = posix_memalign(&mem, PC_CACHELINE, size);
-
-	if (ret) {
-		pc_set_error(-ret, "cannot allocate %zu bytes for a %s ring of %u slots", size,
-			     type, capacity);
-		errno = ret;
-		return NULL;
-	}
-	return mem;
-}
-
-/*
  * Copy @n slot values. One value is a plain store: a call to memcpy would
  * cost more than the rest of a single-object enqueue or dequeue.
  */
@@ -165,10 +136,7 @@ static_assert(offsetof(struct pc_ring_spsc, slots) % PC_CACHELINE == 0 &&
  *
  * Return: size in bytes, or -EINVAL for an invalid capacity.
  */
-static inline ssize_t pc_ring_spsc_memsize(unsigned int capacity)
-{
-	return pc__ring_memsize("SPSC", capacity, sizeof(struct pc_ring_spsc), sizeof(void *));
-}
+PC_API ssize_t pc_ring_spsc_memsize(unsigned int capacity);
 
 /**
  * pc_ring_spsc_init - initialise an SPSC ring in caller-provided memory.
@@ -180,23 +148,7 @@ static inline ssize_t pc_ring_spsc_memsize(unsigned int capacity)
  *
  * Return: 0, or -EINVAL for an invalid capacity or a misaligned @r.
  */
-static inline int pc_ring_spsc_init(struct pc_ring_spsc *r, unsigned int capacity)
-{
-	ssize_t size = pc_ring_spsc_memsize(capacity);
-
-	if (size < 0)
-		return (int)size;
-	if ((uintptr_t)r % PC_CACHELINE)
-		return pc_set_error(-EINVAL, "SPSC ring memory %p is not aligned to %d bytes",
-				    (void *)r, PC_CACHELINE);
-	memset(r, 0, sizeof(*r));
-	atomic_init(&r->prod.tail, 0);
-	atomic_init(&r->prod.full, 0);
-	atomic_init(&r->cons.head, 0);
-	r->prod.mask = capacity - 1;
-	r->cons.mask = capacity - 1;
-	return 0;
-}
+PC_API int pc_ring_spsc_init(struct pc_ring_spsc *r, unsigned int capacity);
 
 /**
  * pc_ring_spsc_create - allocate and initialise an SPSC ring.
@@ -207,20 +159,7 @@ static inline int pc_ring_spsc_init(struct pc_ring_spsc *r, unsigned int capacit
  * Return: the ring, or NULL with errno EINVAL (capacity 0, not a power of
  * two or too large) or ENOMEM.
  */
-static inline struct pc_ring_spsc *pc_ring_spsc_create(unsigned int capacity)
-{
-	ssize_t size = pc_ring_spsc_memsize(capacity);
-	struct pc_ring_spsc *r;
-
-	if (size < 0) {
-		errno = (int)-size;
-		return NULL;
-	}
-	r = (struct pc_ring_spsc *)pc__ring_alloc("SPSC", capacity, (size_t)size);
-	if (r)
-		pc_ring_spsc_init(r, capacity);
-	return r;
-}
+PC_API struct pc_ring_spsc *pc_ring_spsc_create(unsigned int capacity);
 
 /**
  * pc_ring_spsc_destroy - free a ring made by pc_ring_spsc_create().
@@ -229,10 +168,7 @@ static inline struct pc_ring_spsc *pc_ring_spsc_create(unsigned int capacity)
  * Only once neither producer nor consumer uses it. Entries still in the ring
  * are not touched: drain them first if they own resources.
  */
-static inline void pc_ring_spsc_destroy(struct pc_ring_spsc *r)
-{
-	free(r);
-}
+PC_API void pc_ring_spsc_destroy(struct pc_ring_spsc *r);
 
 /**
  * pc_ring_spsc_enqueue_burst - append up to @n objects (partial).
@@ -446,11 +382,7 @@ static_assert(PC_CACHELINE % sizeof(struct pc__ring_slot) == 0,
  *
  * Return: size in bytes, or -EINVAL for an invalid capacity.
  */
-static inline ssize_t pc_ring_mpsc_memsize(unsigned int capacity)
-{
-	return pc__ring_memsize("MPSC", capacity, sizeof(struct pc_ring_mpsc),
-				sizeof(struct pc__ring_slot));
-}
+PC_API ssize_t pc_ring_mpsc_memsize(unsigned int capacity);
 
 /**
  * pc_ring_mpsc_init - initialise an MPSC ring in caller-provided memory.
@@ -462,29 +394,7 @@ static inline ssize_t pc_ring_mpsc_memsize(unsigned int capacity)
  *
  * Return: 0, or -EINVAL for an invalid capacity or a misaligned @r.
  */
-static inline int pc_ring_mpsc_init(struct pc_ring_mpsc *r, unsigned int capacity)
-{
-	ssize_t size = pc_ring_mpsc_memsize(capacity);
-	unsigned int i;
-
-	if (size < 0)
-		return (int)size;
-	if ((uintptr_t)r % PC_CACHELINE)
-		return pc_set_error(-EINVAL, "MPSC ring memory %p is not aligned to %d bytes",
-				    (void *)r, PC_CACHELINE);
-	memset(r, 0, sizeof(*r));
-	atomic_init(&r->prod.head, 0);
-	atomic_init(&r->prod.cons_cache, 0);
-	atomic_init(&r->prod.full, 0);
-	atomic_init(&r->cons.head, 0);
-	r->prod.mask = capacity - 1;
-	r->cons.mask = capacity - 1;
-	for (i = 0; i < capacity; i++) {
-		atomic_init(&r->slots[i].seq, 0);
-		r->slots[i].obj = NULL;
-	}
-	return 0;
-}
+PC_API int pc_ring_mpsc_init(struct pc_ring_mpsc *r, unsigned int capacity);
 
 /**
  * pc_ring_mpsc_create - allocate and initialise an MPSC ring.
@@ -495,20 +405,7 @@ static inline int pc_ring_mpsc_init(struct pc_ring_mpsc *r, unsigned int capacit
  * Return: the ring, or NULL with errno EINVAL (capacity 0, not a power of
  * two or too large) or ENOMEM.
  */
-static inline struct pc_ring_mpsc *pc_ring_mpsc_create(unsigned int capacity)
-{
-	ssize_t size = pc_ring_mpsc_memsize(capacity);
-	struct pc_ring_mpsc *r;
-
-	if (size < 0) {
-		errno = (int)-size;
-		return NULL;
-	}
-	r = (struct pc_ring_mpsc *)pc__ring_alloc("MPSC", capacity, (size_t)size);
-	if (r)
-		pc_ring_mpsc_init(r, capacity);
-	return r;
-}
+PC_API struct pc_ring_mpsc *pc_ring_mpsc_create(unsigned int capacity);
 
 /**
  * pc_ring_mpsc_destroy - free a ring made by pc_ring_mpsc_create().
@@ -517,10 +414,7 @@ static inline struct pc_ring_mpsc *pc_ring_mpsc_create(unsigned int capacity)
  * Only once no producer or consumer uses it. Entries still in the ring are
  * not touched: drain them first if they own resources.
  */
-static inline void pc_ring_mpsc_destroy(struct pc_ring_mpsc *r)
-{
-	free(r);
-}
+PC_API void pc_ring_mpsc_destroy(struct pc_ring_mpsc *r);
 
 /* Free room seen from a producer: 0 when @cons is stale by more than a lap or @head is stale. */
 static inline unsigned long pc__ring_mpsc_room(unsigned long mask, unsigned long head,

@@ -22,7 +22,7 @@
  *   pc_topo_open*, pc_topo_close  | one thread, with no other call in flight
  *   pc_topo_set_sysfs_root        | before the handle is shared
  *   pc_topo_devices, _nic_locality| any thread, concurrently (read-only)
- *   pc_plan_build, pc_plan_free   | any thread, concurrently (read-only)
+ *   pc_plan_build, pc_plan_destroy   | any thread, concurrently (read-only)
  *   pc_numa_bind_thread, _where   | any thread, for itself, concurrently
  *   pc_numa_alloc/_free/_mem_node | any thread, concurrently
  */
@@ -142,7 +142,7 @@ enum pc_locality_rule {
  * @nodeset: its local NUMA nodes (bits are NUMA os indexes), allowed only.
  * @cpuset: its local PUs (bits are PU os indexes), allowed only.
  *
- * Release with pc_nic_locality_release().
+ * Release with pc_nic_locality_free().
  */
 struct pc_nic_locality {
 	char name[PC_NIC_NAME_MAX];
@@ -171,10 +171,10 @@ PC_API int pc_topo_nic_locality(const struct pc_topo *t, const char *name,
 				 struct pc_nic_locality *loc);
 
 /**
- * pc_nic_locality_release - free what pc_topo_nic_locality() allocated.
+ * pc_nic_locality_free - free what pc_topo_nic_locality() allocated.
  * @loc: filled locality, or one zeroed; may be released twice.
  */
-PC_API void pc_nic_locality_release(struct pc_nic_locality *loc);
+PC_API void pc_nic_locality_free(struct pc_nic_locality *loc);
 
 /**
  * pc_locality_rule_str - "pci", "netdev" or "machine".
@@ -265,7 +265,7 @@ struct pc_plan {
  * @nr_devices: number of @devices, at least 1.
  * @workers_per_device: workers for each device, at least 1.
  * @policy: policy, or NULL for the default.
- * @out: set to the plan, to free with pc_plan_free().
+ * @out: set to the plan, to free with pc_plan_destroy().
  *
  * Deterministic: the same inputs always give the same plan. Each worker
  * gets its own physical core (its first allowed PU); cores local to its
@@ -286,10 +286,10 @@ PC_API int pc_plan_build(const struct pc_topo *t, const char *const *devices,
 			 const struct pc_plan_policy *policy, struct pc_plan **out);
 
 /**
- * pc_plan_free - free a plan.
+ * pc_plan_destroy - free a plan.
  * @plan: plan, or NULL.
  */
-PC_API void pc_plan_free(struct pc_plan *plan);
+PC_API void pc_plan_destroy(struct pc_plan *plan);
 
 /**
  * pc_plan_reason_str - short explanation of a placement reason.
