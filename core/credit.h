@@ -101,6 +101,50 @@ static inline uint32_t credit_used_short(uint32_t outstanding, uint32_t min_wind
 	return outstanding <= min_window;
 }
 
+/**
+ * credit_growth - how much a grant raises what a connection commits.
+ * @outstanding: credits it holds.
+ * @g: the grant.
+ * @min_window: the floor.
+ *
+ * A credited connection commits max(outstanding, min_window) of the SRQ:
+ * its credits, and the floor it is guaranteed. Only a grant above the
+ * floor commits more.
+ *
+ * Return: max(@outstanding + @g, @min_window) - max(@outstanding, @min_window).
+ */
+static inline uint32_t credit_growth(uint32_t outstanding, uint32_t g, uint32_t min_window)
+{
+	uint32_t before = PC_MAX(outstanding, min_window);
+
+	return outstanding + g > before ? outstanding + g - before : 0;
+}
+
+/**
+ * credit_leave_keep - credits of a closing connection that stay counted.
+ * @granted: its cumulative grant.
+ * @published: the part of it already sent to the peer (in a header or a
+ *             WRITE): the peer cannot have spent more.
+ * @recv_credited: the receives of it polled so far.
+ *
+ * When a connection starts closing, what it was granted and has not been
+ * seen using is taken back, except what the peer may already have spent:
+ * receives it consumed that the worker has not polled yet. Those buffers
+ * are no longer posted, but the SRQ count drops only when they are polled;
+ * taking their credits back at once would over-state the room by as many.
+ * So they stay counted until their receives are polled (one each) or the
+ * drain ends (no more can come).
+ *
+ * Return: min(@published, @granted) - @recv_credited, or 0.
+ */
+static inline uint32_t credit_leave_keep(uint64_t granted, uint64_t published,
+					 uint64_t recv_credited)
+{
+	uint64_t spendable = PC_MIN(granted, published);
+
+	return spendable > recv_credited ? (uint32_t)(spendable - recv_credited) : 0;
+}
+
 /* What a worker can hold, for admission (fixed at engine creation). */
 struct credit_limits {
 	uint32_t srq_depth;	/* credit budget */
@@ -115,6 +159,13 @@ struct credit_limits {
 struct credit_load {
 	uint32_t conns;		/* credited and raw */
 	uint32_t raw;		/* raw connections */
+	/*
+	 * SRQ buffers committed (the worker's count, read when deciding):
+	 * over its credited connections max(outstanding, min_window), plus
+	 * credits closing ones keep (credit_leave_keep()), plus the floors of
+	 * connections admitted and not yet attached.
+	 */
+	uint32_t committed;
 };
 
 enum credit_verdict {
@@ -123,6 +174,7 @@ enum credit_verdict {
 	CREDIT_NO_BUFS,		/* the floor cannot be granted to one more */
 	CREDIT_NO_RAW,		/* raw peers not allowed, or their buffers taken */
 	CREDIT_NO_CQ,		/* the CQ could not hold its completions */
+	CREDIT_NO_FLOOR,	/* peers hold the room its floor needs (credits are not revoked) */
 };
 
 /* CQ entries reserved whatever the traffic: receives and one drain marker per connection. */
@@ -152,6 +204,9 @@ static inline enum credit_verdict credit_admit(const struct credit_limits *l,
 		return CREDIT_NO_RAW;
 	if (!raw && (uint64_t)(credited + 1) * l->min_window > l->srq_depth)
 		return CREDIT_NO_BUFS;
+	/* its floor must be free now: granted credits are never taken back */
+	if (!raw && (uint64_t)now->committed + l->min_window > l->srq_depth)
+		return CREDIT_NO_FLOOR;
 	/* and one connection's send queue can still be used in full */
 	if (cq_reserved(l, now->conns + 1) + l->sq_depth > l->cqe)
 		return CREDIT_NO_CQ;

@@ -16,6 +16,8 @@
  *    leave no credit behind;
  *  - oversize: a payload of msg_size + 32 (which fits the rounded-up
  *    buffer) is refused and closes that connection only;
+ *  - floor_held: a newcomer whose floor idle peers hold is refused, not
+ *    admitted to stall;
  *  - grant_deadline: a grant that no message carries, to a peer that is
  *    not running low, still reaches it (GRANT_DELAY_NS, workers/dp_credit.h).
  */
@@ -748,6 +750,88 @@ START_TEST(test_admission)
 END_TEST
 
 /*
+ * The floor is guaranteed (issue 21, fault 4). A worker of 16 receive
+ * buffers, window 16: a hand-written peer earns its full window by
+ * sending, then goes idle holding all 16 credits (nothing revokes them).
+ * A newcomer must then either be refused (its floor cannot be reserved)
+ * or, if admitted, have its message received: admitted with no credit,
+ * its sends would stall until the idle peer sent again.
+ */
+START_TEST(test_floor_held)
+{
+	struct pc_engine_params sp = { .msg_size = 64, .rx_bufs = 16, .window = 16 };
+	struct pc_engine_params cp = { .msg_size = 64 };
+	struct pc_engine *cli;
+	struct pc_conn *extra;
+	struct hand h;
+	uint64_t sent = 0, g = 0, end;
+	unsigned long before;
+	uint16_t port_floor;
+
+	log_start();
+	port_floor = server_start(&sp, false);
+	hand_connect(&h, port_floor, false);
+	/* spend every credit as it comes: each used earns one more, up to 16 */
+	end = now_ms() + 20000;
+	while (now_ms() < end) {
+		g = hand_grant(&h);
+		if (g - sent >= 16)
+			break;
+		if (g > sent) {
+			unsigned int n = (unsigned int)PC_MIN(g - sent, (uint64_t)HAND_SQ);
+
+			ck_assert_int_eq(hand_send(&h, n, 32, 32), 0);
+			ck_assert_int_eq(hand_wait_send(&h, 5000), IBV_WC_SUCCESS);
+			sent += n;
+		}
+		usleep(2000);
+	}
+	ck_assert_msg(g - sent == 16, "the idle peer holds %llu credits, not 16",
+		      (unsigned long long)(g - sent));
+	printf("floor_held: the idle peer holds 16 credits after sending %llu messages\n",
+	       (unsigned long long)sent);
+	cli = client_start(&cp, 1);
+	before = atomic_load(&srv.credited_msgs);
+	errno = 0;
+	extra = pc_connect(cli, pc_test_addr(), port_floor, -1, 20000, &cc[0]);
+	if (!extra) {
+		printf("floor_held: newcomer refused: %s\n", pc_last_error());
+		ck_assert_int_eq(errno, ECONNREFUSED);
+		ck_assert_msg(strstr(pc_last_error(), "hold 16 of its 16 receive buffers"), "%s",
+			      pc_last_error());
+	} else {
+		struct pc_msg *m;
+
+		cc[0].conn = extra;
+		m = pc_msg_alloc(extra);
+		ck_assert_ptr_nonnull(m);
+		m->len = fill(m->data, 64, 0, 0);
+		ck_assert_int_eq(pc_send(m), 0);
+		end = now_ms() + 3000;
+		while (atomic_load(&srv.credited_msgs) == before && now_ms() < end)
+			usleep(1000);
+		ck_assert_msg(atomic_load(&srv.credited_msgs) > before,
+			      "admitted while the idle peer held its floor: its message was not "
+			      "received within 3 s");
+	}
+	/* once the idle peer has gone, the newcomer is admitted */
+	hand_close(&h);
+	ck_assert(wait_down(1, 30));
+	if (!extra) {
+		end = now_ms() + 10000;
+		do
+			extra = pc_connect(cli, pc_test_addr(), port_floor, -1, 20000, &cc[0]);
+		while (!extra && now_ms() < end && !usleep(100000));
+		ck_assert_msg(extra, "refused after the idle peer left: %s", pc_last_error());
+		cc[0].conn = extra;
+	}
+	pc_engine_destroy(cli);
+	server_stop();
+	pc_log_set_sink(NULL, NULL);
+}
+END_TEST
+
+/*
  * A raw peer (no pollcore private data) floods the server while the
  * server's application keeps all its messages. It must not take the
  * receive buffers credited peers were promised: 8 pollcore connections
@@ -1009,6 +1093,7 @@ int main(void)
 	} while (0)
 	/* one case per test: CK_RUN_CASE=<name> runs one */
 	ADD(admission);
+	ADD(floor_held);
 	ADD(overrun_leak);
 	ADD(oversize);
 	ADD(grant_deadline);

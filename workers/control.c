@@ -63,6 +63,11 @@ static int refusal(struct pc_worker *w, enum credit_verdict v, bool raw)
 		return set_error(-EBUSY, "%s port %u %s: %u connections cannot each have min_window %u "
 				    "credits from %u receive buffers (srq_depth)", dev, port, w->name,
 				    a->conns - a->raw + 1, l->min_window, l->srq_depth);
+	case CREDIT_NO_FLOOR:
+		return set_error(-EBUSY, "%s port %u %s: its peers hold %u of its %u receive buffers "
+				 "(credits granted are not taken back): no room for min_window %u "
+				 "more; retry when they have used them or closed", dev, port, w->name,
+				 a->committed, l->srq_depth, l->min_window);
 	case CREDIT_NO_RAW:
 		if (!l->raw_bufs)
 			return set_error(-EBUSY, "%s port %u %s: a raw peer (no pollcore private data) "
@@ -100,6 +105,8 @@ static struct pc_worker *pick_worker(struct pc_engine *e, struct ibv_context *ct
 		if (w->dev->ctx != ctx || !engine_dev_usable(e, w->dev) ||
 		    (want >= 0 && (unsigned int)want != i))
 			continue;
+		/* what the worker's conns commit, and the floors admitted before it attached them */
+		w->adm.committed = __atomic_load_n(&w->adm_taken, __ATOMIC_RELAXED);
 		v = credit_admit(&w->lim, &w->adm, raw);
 		if (v != CREDIT_ADMIT) {
 			if (!refused) {
@@ -137,12 +144,38 @@ static void conn_name_peer(struct conn *c)
 }
 
 /* Creates the QP on @w, publishes the conn and hands it to the worker. */
+/*
+ * Reserves @w's SRQ for the floor of one more credited conn (adm_taken,
+ * workers/dp_credit.h), or says why not: the worker may have granted that
+ * room since pick_worker() looked.
+ */
+static int adm_reserve(struct pc_worker *w)
+{
+	uint32_t mw = w->lim.min_window;
+	uint32_t cur = __atomic_load_n(&w->adm_taken, __ATOMIC_RELAXED);
+
+	do {
+		if ((uint64_t)cur + mw > w->lim.srq_depth) {
+			w->adm.committed = cur;
+			return refusal(w, CREDIT_NO_FLOOR, false);
+		}
+	} while (!__atomic_compare_exchange_n(&w->adm_taken, &cur, cur + mw, true,
+					      __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+	return 0;
+}
+
 static int conn_attach(struct pc_engine *e, struct conn *c, struct pc_worker *w)
 {
-	int ret = worker_create_qp(w, c, c->id);
+	int ret = c->raw ? 0 : adm_reserve(w);
 
 	if (ret)
 		return ret;
+	ret = worker_create_qp(w, c, c->id);
+	if (ret) {
+		if (!c->raw)
+			__atomic_fetch_sub(&w->adm_taken, w->lim.min_window, __ATOMIC_RELAXED);
+		return ret;
+	}
 	conn_name_peer(c);
 	snprintf(c->devname, sizeof(c->devname), "%s", w->dev->name);
 	c->widx = (int)w->idx;

@@ -80,20 +80,35 @@ void dp_credited_join(struct pc_worker *w, struct conn *c)
 	c->allow = w->p->min_window;
 	w->ncredited++;
 	w->floor_deficit += w->p->min_window;
+	/* the control thread reserved that floor in adm_taken when it admitted @c */
+	w->adm_pub += w->p->min_window;
 	credits_share_set(w);
 }
 
-/* A credited conn closing: the peer can no longer use what it was granted. */
+/*
+ * A credited conn closing (its QP in ERR): the peer can spend no more. What
+ * it was granted and never told of is taken back now; what it was told of
+ * and the worker has not seen used stays counted (credit_leave_keep()):
+ * the peer may have spent it on receives still in the CQ, whose buffers
+ * are no longer posted though srq_outstanding counts them until polled.
+ * Each goes with its receive (credits_drain_used()), the rest when the
+ * drain ends (credits_drained()). Taking all back at once over-stated the
+ * room by those receives: grants for buffers not posted, RNR NAKs.
+ */
 void dp_credited_leave(struct pc_worker *w, struct conn *c)
 {
 	uint32_t o = conn_outstanding(c);
+	uint32_t keep = credit_leave_keep(c->granted, c->granted_published, c->recv_credited);
 
-	w->credits_out -= o;
+	/* granted - recv_credited is what it keeps from now on (0 if it overran) */
+	c->granted = c->recv_credited + keep;
+	w->credits_out -= o - keep;
 	w->floor_deficit -= credit_short(o, w->p->min_window);
 	w->ncredited--;
 	c->grant_pending = 0;
 	credits_publish(w);
 	credits_share_set(w);
+	adm_release(w, 0);
 }
 
 struct msg *dp_tx_alloc(struct pc_worker *w)
@@ -335,7 +350,7 @@ static void dp_recv(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
 			dp_refill_srq(w, false);
 			return;
 		}
-		/* drain_begin() already took back every credit of a closing conn */
+		/* a closing conn's kept credits go one by one (dp_credited_leave()) */
 		if (pc_likely(c->state < CONN_DRAINING)) {
 			uint32_t o = conn_outstanding(c);
 
@@ -354,6 +369,8 @@ static void dp_recv(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
 			/* a grant waits for a carrier: the peer's view just shrank (grant_due()) */
 			if (c->grant_waiting)
 				dp_mark_dirty(w, c);
+		} else {
+			credits_drain_used(w, c);	/* a credit dp_credited_leave() kept */
 		}
 		c->recv_credited++;
 		credits_take(c, wire_grant_expand(c->peer_grant_seen, h.grant));

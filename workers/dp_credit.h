@@ -72,6 +72,80 @@ static inline uint32_t credits_room(const struct pc_worker *w)
 }
 
 /*
+ * Floors reserved (core/credit.h, credit_admit()): a credited conn commits
+ * max(outstanding, min_window) buffers of the SRQ, a closing one the
+ * credits it keeps (credit_leave_keep()); credits_out + floor_deficit in
+ * all. w->adm_taken, which the control thread also takes from when it
+ * admits a conn (its floor, until the worker attaches it), counts them and
+ * never exceeds srq_depth, so a conn is admitted only when its floor is
+ * free, and a grant above a floor never takes a floor the control thread
+ * reserved. The worker's part, w->adm_pub, is never below what it
+ * commits: a grant that commits more takes first (an atomic, only then);
+ * what it no longer commits goes back when a conn leaves or drains, and
+ * in between once it exceeds ADM_SLACK (so a turn's receives and their
+ * grants, which even out, cost no atomic).
+ */
+#define ADM_SLACK(w) ((w)->lim.srq_depth / 16 + 1)
+
+static inline uint32_t credits_committed(const struct pc_worker *w)
+{
+	return w->credits_out + w->floor_deficit;
+}
+
+/* Takes up to @need more of the SRQ for the worker's conns; returns what it got. */
+static inline uint32_t adm_take(struct pc_worker *w, uint32_t need)
+{
+	uint32_t cur = __atomic_load_n(&w->adm_taken, __ATOMIC_RELAXED), take;
+
+	do {
+		take = w->lim.srq_depth > cur ? PC_MIN(need, w->lim.srq_depth - cur) : 0;
+		if (!take)
+			return 0;
+	} while (!__atomic_compare_exchange_n(&w->adm_taken, &cur, cur + take, true,
+					      __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+	w->adm_pub += take;
+	return take;
+}
+
+/* Gives back what the worker's conns no longer commit, if more than @slack. */
+static inline void adm_release(struct pc_worker *w, uint32_t slack)
+{
+	uint32_t c = credits_committed(w);
+
+	if (w->adm_pub > c + slack) {
+		__atomic_fetch_sub(&w->adm_taken, w->adm_pub - c, __ATOMIC_RELAXED);
+		w->adm_pub = c;
+	}
+}
+
+/*
+ * A receive of @c polled while it closes, within its credits: one that
+ * dp_credited_leave() kept (credit_leave_keep(): then granted -
+ * recv_credited) is used, its buffer no longer posted; it leaves
+ * credits_out now, with its receive. Before recv_credited counts it.
+ */
+static inline void credits_drain_used(struct pc_worker *w, struct conn *c)
+{
+	(void)c;
+	w->credits_out--;
+	credits_publish(w);
+	adm_release(w, 0);
+}
+
+/* @c's drain ended (drain.c): no receive of it can come now; what it kept is free. */
+static inline void credits_drained(struct pc_worker *w, struct conn *c)
+{
+	uint32_t keep = conn_outstanding(c);
+
+	if (c->raw || !keep)
+		return;
+	w->credits_out -= keep;
+	c->granted = c->recv_credited;
+	credits_publish(w);
+	adm_release(w, 0);
+}
+
+/*
  * Brings @c's credits up to its share of the SRQ (w->share) or what it has
  * earned (c->allow), whichever is less, within the room the SRQ has and
  * the floors of the others (credit_grant()). Whatever it still wants stays
@@ -90,6 +164,16 @@ static inline void credits_grant(struct pc_worker *w, struct conn *c)
 	if (pc_unlikely(credits_room(w) < want) && w->srq_outstanding < w->lim.srq_depth)
 		dp_refill_srq(w, false);
 	g = credit_grant(o, target, mw, credits_room(w), w->floor_deficit);
+	/* above its floor a grant commits more of the SRQ: never a floor reserved for another */
+	if (g && o + g > mw) {
+		uint32_t after = credits_committed(w) + credit_growth(o, g, mw);
+
+		if (after > w->adm_pub) {
+			uint32_t need = after - w->adm_pub;
+
+			g -= need - adm_take(w, need);
+		}
+	}
 	/* at or above its floor before, so after: the deficit does not move */
 	if (pc_unlikely(o < mw))
 		w->floor_deficit -= credit_short(o, mw) - credit_short(o + g, mw);
@@ -98,6 +182,7 @@ static inline void credits_grant(struct pc_worker *w, struct conn *c)
 	/* g <= want: what it still wants below its target */
 	c->grant_pending = want - g;
 	credits_publish(w);
+	adm_release(w, ADM_SLACK(w));
 }
 
 /*

@@ -189,6 +189,8 @@ void drain_poll(struct pc_worker *w)
 		PC_PROBE(conn_down, c->qpn, c->close_err, c->was_up);
 		/* no more completions for it: its marker's CQE is free again */
 		cq_conns_add(w, -1);
+		/* nor receives: the credits its leave kept are free (dp_credited_leave()) */
+		credits_drained(w, c);
 		if (c->rq_posted)
 			pc_warn("%s qp 0x%x: %u receives never flushed; their buffers are lost",
 				w->dev->name, c->qpn, c->rq_posted);

@@ -179,12 +179,19 @@ struct pc_worker {
 	uint32_t credits_out;	/* sum over conns of credits the peers may still use */
 	uint32_t ncredited;	/* credited conns attached and not closing: they share srq_depth */
 	uint32_t floor_deficit;	/* sum of credit_short() over them (core/credit.h) */
+	uint32_t adm_pub;	/* its part of adm_taken: >= credits_out + floor_deficit (dp_credit.h) */
 	uint32_t cq_conns;	/* conns attached, not drained: a drain marker's CQE each */
 	uint32_t sq_wrs;	/* send WRs posted, not completed (markers excluded) */
 	/* kept as the counts change (workers/dp_credit.h), read per flush */
 	uint32_t share;		/* credit_target() for ncredited */
 	uint32_t cq_send_cap;	/* cq_send_cap() for cq_conns */
 	struct credit_limits lim;	/* set up before ready; read-only after (control reads it) */
+	/*
+	 * SRQ buffers committed, atomic: the worker's adm_pub plus the floors
+	 * of conns the control thread admitted that it has not attached yet.
+	 * Never above lim.srq_depth: each side takes with a CAS (dp_credit.h).
+	 */
+	uint32_t adm_taken;
 	struct conn *dirty;
 	/* conns whose grant waits for a message to carry it (dp_credit.h) */
 	struct conn *grant_wait;
