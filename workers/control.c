@@ -792,7 +792,12 @@ int pc_listen(struct pc_engine *e, const char *addr, uint16_t port)
 
 	if (e->listen_id)
 		return set_error(-EALREADY, "already listening on port %u", e->listen_port);
-	ret = resolve(addr, port, true, &res);
+	/*
+	 * Any address: the IPv6 wildcard, which rdma_cm also matches for IPv4
+	 * (its ids are not AF-only by default). rdma_getaddrinfo(NULL) gives
+	 * 0.0.0.0, which no IPv6 request reaches: they were rejected.
+	 */
+	ret = resolve(addr ? addr : "::", port, true, &res);
 	if (ret)
 		return ret;
 	ret = rdma_create_id(e->ch, &e->listen_id, NULL, RDMA_PS_TCP);

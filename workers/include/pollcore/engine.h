@@ -362,7 +362,8 @@ PC_API void pc_engine_destroy(struct pc_engine *e);
 /**
  * pc_listen - accept connections on @addr:@port (rdma_cm).
  * @e: engine.
- * @addr: local address, e.g. "fe80::ff:fe00:1%d0" or "0.0.0.0"; NULL: any.
+ * @addr: local address, e.g. "fe80::ff:fe00:1%d0" or "0.0.0.0"; NULL: any
+ *        address, IPv6 and IPv4 ("::").
  * @port: TCP-style port number.
  *
  * Accepted connections go to the least-loaded worker of the device the
