@@ -1,0 +1,312 @@
+// SPDX-License-Identifier: MIT
+/*
+ * pollcore-kv client: ring mode, one application thread, pc_call() with a
+ * completion and a deadline for every request.
+ *
+ * The thread keeps --depth calls in flight on each of --connections
+ * connections for --time seconds, then waits for every call to end. Each
+ * key travels on one connection, chosen by its hash, so that its requests
+ * reach the server in the order they were made, those whose calls ended
+ * early included (one QP is in order; server.c keeps that order through
+ * its handoffs). A key has at most one call in flight, so the client knows
+ * what the server holds: every PUT writes the key's next version, whose
+ * value is derived from (key, version), and every GET is checked, version
+ * and bytes, against it (calls.c).
+ *
+ * A call that ends without its response (deadline, cancel, close) leaves
+ * its PUT or DEL maybe applied, maybe not: the key is uncertain until its
+ * next response, which may then show the state before or after any of
+ * those calls, never an older version. Every --cancel-every'th GET is
+ * cancelled right after it is made (pc_call_cancel()), so that calls end
+ * each way; a cancel that comes after the response changes nothing.
+ *
+ * Every call completes exactly once, inside pc_app_poll() on this thread:
+ * ops (answered) + timeouts + cancelled + errors == calls, which --json
+ * prints with the rest. allocs and enobufs count pc_msg_alloc() calls and
+ * those that found the slot's stock of send buffers empty (ENOBUFS).
+ */
+#include "kv.h"
+#include "client.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define MAX_DEPTH 64u /* the engine's request window (PC_WINDOW_DEFAULT) */
+#define DRAIN_S	  30u /* calls without a deadline: give up waiting after this long */
+
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig)
+{
+	interrupted = sig;
+}
+
+static void cli_on_conn(struct pc_conn *conn, enum pc_conn_event ev, void *arg)
+{
+	struct client *cl = arg;
+
+	(void)conn;
+	if (ev == PC_CONN_DOWN)
+		atomic_fetch_add(&cl->downs, 1);
+}
+
+static int setup(struct client *cl)
+{
+	uint32_t i, n;
+
+	cl->ks = calloc(cl->nkeys, sizeof(*cl->ks));
+	cl->cc = calloc(cl->nconns, sizeof(*cl->cc));
+	if (!cl->ks || !cl->cc)
+		return -1;
+	for (i = 0; i < cl->nconns; i++) {
+		struct cconn *x = &cl->cc[i];
+
+		x->cl = cl;
+		x->rng = cl->salt + i;
+		x->fl = calloc(cl->depth, sizeof(*x->fl));
+		x->free_fl = calloc(cl->depth, sizeof(*x->free_fl));
+		x->keys = calloc(cl->nkeys, sizeof(*x->keys));
+		if (!x->fl || !x->free_fl || !x->keys)
+			return -1;
+		for (n = 0; n < cl->depth; n++)
+			x->free_fl[x->nfree++] = n;
+	}
+	/* each key on the connection its hash picks (server.c says why) */
+	for (i = 0; i < cl->nkeys; i++) {
+		struct cconn *x = &cl->cc[kv_mix(cl->salt + i) % cl->nconns];
+
+		x->keys[x->nkeys++] = i;
+	}
+	return 0;
+}
+
+static void teardown(struct client *cl)
+{
+	uint32_t i;
+
+	for (i = 0; cl->cc && i < cl->nconns; i++) {
+		pc_conn_put(cl->cc[i].conn); /* valid past pc_engine_destroy() */
+		free(cl->cc[i].fl);
+		free(cl->cc[i].free_fl);
+		free(cl->cc[i].keys);
+	}
+	free(cl->cc);
+	free(cl->ks);
+}
+
+/* Calls for @secs seconds, then waits for all to end. Returns the seconds it called. */
+static double run(struct client *cl, struct pc_engine *e, uint32_t secs)
+{
+	uint64_t t0 = kv_now_ns(), t_end = t0 + secs * 1000000000ull, now, t_stop = 0;
+	uint64_t give_up = ((uint64_t)cl->timeout_ms + 1000) * 1000000ull;
+	struct pc_msg *msgs[32];
+	uint32_t i;
+	int n;
+
+	if (!cl->timeout_ms)
+		give_up = DRAIN_S * 1000000000ull;
+	for (;;) {
+		now = kv_now_ns();
+		if (!t_stop && (now >= t_end || interrupted))
+			t_stop = now;
+		for (i = 0; !t_stop && i < cl->nconns; i++)
+			while (kv_issue(cl, &cl->cc[i]))
+				;
+		/* the completions run in here; any message it returns is not ours */
+		n = pc_app_poll(e, msgs, 32);
+		for (int j = 0; j < n; j++) {
+			cl->unexpected++;
+			kv_release(msgs[j]);
+		}
+		if (t_stop && (!cl->inflight || now - t_stop > give_up))
+			break;
+	}
+	for (i = 0; i < cl->nconns; i++)
+		if (cl->cc[i].spare)
+			kv_release(cl->cc[i].spare);
+	return (double)(t_stop - t0) / 1e9;
+}
+
+static void report(struct client *cl, double secs, uint64_t late, bool json)
+{
+	double ratio = cl->allocs ? (double)cl->enobufs / (double)cl->allocs : 0.0;
+
+	if (json) {
+		printf("{\"connections\": %u, \"depth\": %u, \"seconds\": %.3f, \"calls\": %" PRIu64
+		       ", \"ops\": %" PRIu64 ", \"ops_per_s\": %.0f, \"gets\": %" PRIu64
+		       ", \"puts\": %" PRIu64 ", \"dels\": %" PRIu64 ", \"mismatches\": %" PRIu64
+		       ", \"errors\": %" PRIu64 ", \"timeouts\": %" PRIu64
+		       ", \"cancelled\": %" PRIu64 ", \"cancels\": %" PRIu64
+		       ", \"cancel_failed\": %" PRIu64 ", \"late_responses\": %" PRIu64
+		       ", \"lost\": %" PRIu64 ", \"duplicates\": %" PRIu64 ", \"refused\": %" PRIu64
+		       ", \"unexpected\": %" PRIu64 ", \"allocs\": %" PRIu64
+		       ", \"enobufs\": %" PRIu64
+		       ", \"enobufs_ratio\": %.6f, \"submit_full\": %" PRIu64
+		       ", \"window_full\": %" PRIu64 "}\n",
+		       cl->nconns, cl->depth, secs, cl->calls, cl->ops,
+		       secs > 0 ? (double)cl->ops / secs : 0.0, cl->gets, cl->puts, cl->dels,
+		       cl->mismatches, cl->errors, cl->timeouts, cl->cancelled, cl->cancels,
+		       cl->cancel_fail, late, cl->inflight, cl->duplicates, cl->refused,
+		       cl->unexpected, cl->allocs, cl->enobufs, ratio, cl->submit_full,
+		       cl->window_full);
+		return;
+	}
+	printf("calls        %" PRIu64 " in %.3f s (%" PRIu64 " GET, %" PRIu64 " PUT, %" PRIu64
+	       " DEL), %u connections x %u in flight\n",
+	       cl->calls, secs, cl->gets, cl->puts, cl->dels, cl->nconns, cl->depth);
+	printf("answered     %" PRIu64 " (%.0f/s), %" PRIu64 " mismatches\n", cl->ops,
+	       secs > 0 ? (double)cl->ops / secs : 0.0, cl->mismatches);
+	printf("ended        %" PRIu64 " timeouts, %" PRIu64 " cancelled (of %" PRIu64
+	       " cancels), %" PRIu64 " errors, %" PRIu64 " never ended; %" PRIu64
+	       " late responses dropped\n",
+	       cl->timeouts, cl->cancelled, cl->cancels, cl->errors, cl->inflight, late);
+	printf("send buffers %" PRIu64 " allocations, %" PRIu64 " ENOBUFS (%.3f%%)\n", cl->allocs,
+	       cl->enobufs, 100.0 * ratio);
+}
+
+int kv_client(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"port", required_argument, NULL, 'p'},
+	    {"connections", required_argument, NULL, 'c'},
+	    {"depth", required_argument, NULL, 'd'},
+	    {"time", required_argument, NULL, 't'},
+	    {"timeout-ms", required_argument, NULL, 'T'},
+	    {"keys", required_argument, NULL, 'k'},
+	    {"cancel-every", required_argument, NULL, 'C'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"no-numa", no_argument, NULL, 'N'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
+	};
+	struct client cl = {
+	    .nconns = 1, .depth = 16, .timeout_ms = 1000, .nkeys = 10000, .cancel_every = 16};
+	struct sigaction sa = {.sa_handler = on_signal};
+	struct pc_engine_params p = {0};
+	struct pc_engine *e = NULL;
+	uint32_t port = KV_DEFAULT_PORT, secs = 5, i;
+	uint64_t late = 0;
+	const char *addr;
+	bool json = false;
+	double elapsed;
+	int c, rc = 1;
+
+	while ((c = getopt_long(argc, argv, "p:c:d:t:T:k:C:jNh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if (kv_parse_u32("--port", optarg, 1, 65535, &port))
+				return 2;
+			break;
+		case 'c':
+			if (kv_parse_u32("--connections", optarg, 1, 64, &cl.nconns))
+				return 2;
+			break;
+		case 'd':
+			if (kv_parse_u32("--depth", optarg, 1, MAX_DEPTH, &cl.depth))
+				return 2;
+			break;
+		case 't':
+			if (kv_parse_u32("--time", optarg, 1, 86400, &secs))
+				return 2;
+			break;
+		case 'T':
+			if (kv_parse_u32("--timeout-ms", optarg, 0, 3600000, &cl.timeout_ms))
+				return 2;
+			break;
+		case 'k':
+			if (kv_parse_u32("--keys", optarg, 1, 1u << 24, &cl.nkeys))
+				return 2;
+			break;
+		case 'C':
+			if (kv_parse_u32("--cancel-every", optarg, 0, UINT32_MAX, &cl.cancel_every))
+				return 2;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'N':
+			p.no_numa = true;
+			break;
+		case 'h':
+			kv_usage(stdout);
+			return 0;
+		default:
+			return kv_bad_option("client", argv[optind - 1]);
+		}
+	}
+	if (optind == argc)
+		return kv_bad_usage(
+		    "client: the server address is missing (e.g. fe80::ff:fe00:1%%d0)");
+	if (optind + 1 != argc)
+		return kv_bad_usage("client: unexpected argument '%s'", argv[optind + 1]);
+	addr = argv[optind];
+	if (cl.nkeys < cl.nconns * cl.depth)
+		return kv_bad_usage("client: --keys %u is fewer than the %u calls in flight",
+				    cl.nkeys, cl.nconns * cl.depth);
+
+	cl.salt = kv_mix(kv_now_ns() ^ ((uint64_t)getpid() << 32)) << 24;
+	if (setup(&cl)) {
+		fprintf(stderr, KV_PROG " client: out of memory\n");
+		goto out;
+	}
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	p.handoff = PC_HANDOFF_RING;
+	p.app_threads = 1;
+	p.msg_size = KV_MSG_MAX;
+	p.on_conn = cli_on_conn;
+	p.arg = &cl;
+	e = pc_engine_create(&p);
+	if (!e) {
+		fprintf(stderr, KV_PROG " client: cannot start the engine: %s\n", pc_last_error());
+		goto out;
+	}
+	if (pc_app_attach(e, 0)) {
+		fprintf(stderr, KV_PROG " client: %s\n", pc_last_error());
+		goto out;
+	}
+	for (i = 0; i < cl.nconns; i++) {
+		cl.cc[i].conn = pc_connect(e, addr, (uint16_t)port, -1, 10000, &cl.cc[i]);
+		if (!cl.cc[i].conn) {
+			fprintf(stderr, KV_PROG " client: cannot connect to %s port %u: %s (%s)\n",
+				addr, port, strerror(errno), pc_last_error());
+			goto out;
+		}
+	}
+	if (!json) {
+		printf(KV_PROG " client: %u connection%s to %s port %u, %u calls in flight each, "
+			       "%u s, deadline %u ms, %u keys\n",
+		       cl.nconns, cl.nconns > 1 ? "s" : "", addr, port, cl.depth, secs,
+		       cl.timeout_ms, cl.nkeys);
+		fflush(stdout);
+	}
+	elapsed = run(&cl, e, secs);
+	for (i = 0; i < cl.nconns; i++) {
+		struct pc_conn_info ci;
+
+		pc_conn_info(cl.cc[i].conn, &ci);
+		late += ci.late_responses;
+	}
+	report(&cl, elapsed, late, json);
+	if (cl.first_err[0])
+		fprintf(stderr, KV_PROG " client: first problem: %s\n", cl.first_err);
+	if (atomic_load(&cl.downs))
+		fprintf(stderr, KV_PROG " client: %u connection%s closed during the run\n",
+			atomic_load(&cl.downs), atomic_load(&cl.downs) > 1 ? "s" : "");
+	rc = cl.ops && !cl.mismatches && !cl.errors && !cl.duplicates && !cl.inflight &&
+		     !cl.refused && !cl.unexpected &&
+		     cl.ops + cl.timeouts + cl.cancelled + cl.errors == cl.calls
+		 ? 0
+		 : 1;
+	if (!json)
+		pc_engine_print_stats(e, stdout);
+out:
+	fflush(stdout);
+	pc_engine_destroy(e);
+	teardown(&cl);
+	return rc;
+}
