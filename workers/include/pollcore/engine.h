@@ -243,12 +243,16 @@ struct pc_device_params {
  *          min(@window, srq_depth / connections), so windows shrink as
  *          connections join and grow back as they leave; within that, a
  *          connection starts at @min_window and earns one credit per credit
- *          it uses (an idle peer holds only its floor).
+ *          it uses (an idle peer that never sent holds only its floor;
+ *          one that went idle keeps what it earned until it sends again).
  * @min_window: credits every connection is guaranteed, default 1 (at most
- *              @window). A connection that would leave a worker unable to
- *              give each of its connections this many is refused
- *              (rdma_reject with the reason; pc_connect() fails with
- *              ECONNREFUSED and says why).
+ *              @window). A connection is admitted only when its floor is
+ *              free now: it is refused when connections x @min_window
+ *              would exceed srq_depth, or while the credits its peers hold
+ *              (nothing takes granted credits back) leave less than
+ *              @min_window of srq_depth (rdma_reject with the reason;
+ *              pc_connect() fails with ECONNREFUSED and says why; retry
+ *              later).
  * @raw_bufs: receive buffers per worker set aside for raw peers (no
  *            pollcore private data, e.g. rdmacm-utils), default 0: raw peers
  *            are refused. Each raw peer gets its own receive queue of
@@ -368,7 +372,8 @@ PC_API void pc_engine_destroy(struct pc_engine *e);
  *
  * Accepted connections go to the least-loaded worker of the device the
  * request arrived on, if it can admit them (max_conns_per_worker,
- * min_window, its CQ); otherwise they are rejected with the reason in the
+ * min_window and the receive buffers its peers' credits leave free, its
+ * CQ); otherwise they are rejected with the reason in the
  * reject and in the log. Raw peers (no pollcore private data, e.g.
  * rdmacm-utils' rdma_client) are accepted only when raw_bufs is set: their
  * messages carry no header and no credits, and they receive into their own
