@@ -216,6 +216,13 @@ int qp_to_err(const struct pc_dev *dev, struct ibv_qp *qp)
 	return qp_modify(dev, qp, &a, IBV_QP_STATE, "ERR");
 }
 
+int qp_to_reset(const struct pc_dev *dev, struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RESET };
+
+	return qp_modify(dev, qp, &a, IBV_QP_STATE, "RESET");
+}
+
 const char *pc_wc_opcode_str(enum ibv_wc_opcode op)
 {
 	switch (op) {

@@ -57,6 +57,13 @@ int qp_to_rts(const struct pc_dev *dev, struct ibv_qp *qp, uint32_t psn);
  */
 int qp_to_err(const struct pc_dev *dev, struct ibv_qp *qp);
 
+/*
+ * qp_to_reset - move a QP to RESET: the device drops its work queues, so it
+ * no longer reads or writes the memory of WRs that never completed, and
+ * generates no completion for them. 0 or a negative errno (error set).
+ */
+int qp_to_reset(const struct pc_dev *dev, struct ibv_qp *qp);
+
 /**
  * dev_pick - the device called @name among @n present.
  * @devs: the devices (from ibv_get_device_list(), or each context's ->device).

@@ -5,7 +5,9 @@
  * be driven where the device cannot provoke them:
  *  - when the drain marker cannot be posted, the send queue's WRs are
  *    abandoned at once (buffers and operations given back, each failed),
- *    not left for flushes nothing promises;
+ *    not left for flushes nothing promises, but only after the QP was
+ *    reset (the device lets go of their memory), and not at all when it
+ *    cannot be;
  *  - a drained connection is retired only once its received buffers and
  *    its references (engine.h's lifetime rule) are all back.
  */
@@ -15,14 +17,25 @@
 
 /* --- stubs of the worker's other files ------------------------------------------------ */
 
-static int post_ret;
-static unsigned int posts, retired, retired_failed, dropped, retires_posted;
+static int post_ret, reset_ret;
+static unsigned int posts, retired, retired_failed, dropped, retires_posted, resets;
+static unsigned int retired_at_reset = ~0u;
 
 int qp_to_err(const struct pc_dev *dev, struct ibv_qp *qp)
 {
 	(void)dev;
 	(void)qp;
 	return 0;
+}
+
+int qp_to_reset(const struct pc_dev *dev, struct ibv_qp *qp)
+{
+	(void)dev;
+	(void)qp;
+	resets++;
+	/* what had been given back when the device was told to let go */
+	retired_at_reset = retired;
+	return reset_ret;
 }
 
 int dp_post(struct pc_worker *w, struct conn *c, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
@@ -138,7 +151,9 @@ static void setup(void)
 		ctxs[i] = (struct wr_ctx){ .kind = WR_CREDIT, .conn = &c };
 		sq_push(&c.sq, &ctxs[i], i == 2, false);
 	}
-	post_ret = retired = retired_failed = dropped = posts = retires_posted = 0;
+	post_ret = retired = retired_failed = dropped = posts = retires_posted = resets = 0;
+	reset_ret = 0;
+	retired_at_reset = ~0u;
 }
 
 START_TEST(test_marker_post_fails_abandons)
@@ -148,10 +163,26 @@ START_TEST(test_marker_post_fails_abandons)
 	ck_assert_uint_eq(posts, 1);
 	ck_assert_int_eq(c.state, CONN_DRAINING);
 	ck_assert(c.marker_done);
+	/* the QP is reset first: only then does the device let go of their memory */
+	ck_assert_uint_eq(resets, 1);
+	ck_assert_uint_eq(retired_at_reset, 0);
 	/* the three WRs are given back now, each failed; nothing is left in flight */
 	ck_assert_uint_eq(sq_inflight(&c.sq), 0);
 	ck_assert_uint_eq(retired, 3);
 	ck_assert_uint_eq(retired_failed, 3);
+}
+END_TEST
+
+/* The QP cannot be reset: the device may still use the WRs, so nothing is given back. */
+START_TEST(test_abandon_keeps_what_the_device_may_use)
+{
+	post_ret = EIO;
+	reset_ret = -EIO;
+	drain_begin(&w, &c);
+	ck_assert_uint_eq(resets, 1);
+	ck_assert(c.marker_done);
+	ck_assert_uint_eq(retired, 0);
+	ck_assert_uint_eq(sq_inflight(&c.sq), 3);
 }
 END_TEST
 
@@ -193,6 +224,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, NULL);
 	tcase_add_test(tc, test_marker_post_fails_abandons);
 	tcase_add_test(tc, test_marker_posted_waits_for_flushes);
+	tcase_add_test(tc, test_abandon_keeps_what_the_device_may_use);
 	tcase_add_test(tc, test_retire_waits_for_every_reference);
 	suite_add_tcase(s, tc);
 	return pc_test_run(s);

@@ -122,7 +122,7 @@ void drain_begin(struct pc_worker *w, struct conn *c)
 			w->dev->name, c->qpn, strerror(abs(pc_neg_errno(ret))),
 			sq_inflight(&c->sq) - 1);
 		sq_unpush(&c->sq, 1);
-		/* nothing proves they will flush: give their buffers and ops back now */
+		/* nothing proves they will flush: give their buffers and ops back, once safe */
 		sq_abandon(w, c);
 		c->marker_done = true;
 	}
@@ -131,9 +131,22 @@ void drain_begin(struct pc_worker *w, struct conn *c)
 	w->draining = c;
 }
 
-/* Retires whatever the flushes did not (only after a marker timeout). */
+/*
+ * Retires whatever the flushes did not (the marker could not be posted, or
+ * did not flush in time). Only once the device is done with them: the QP is
+ * reset first, so it neither completes nor DMAs into what is given back (a
+ * buffer reused at once, a pollcore-blk staging buffer, an application's
+ * pc_rdma() memory). When even that fails they stay where they are, their
+ * buffers kept from reuse, until the QP is destroyed with the engine.
+ */
 static void sq_abandon(struct pc_worker *w, struct conn *c)
 {
+	if (qp_to_reset(w->dev, c->qp)) {
+		pc_warn("%s qp 0x%x: %u WRs never completed and the QP cannot be reset (%s): "
+			"their buffers and operations are kept until it is destroyed",
+			w->dev->name, c->qpn, sq_inflight(&c->sq), pc_last_error());
+		return;
+	}
 	while (sq_inflight(&c->sq)) {
 		uintptr_t e = c->sq.slot[c->sq.tail & c->sq.mask];
 
