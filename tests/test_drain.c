@@ -177,12 +177,24 @@ END_TEST
 START_TEST(test_abandon_keeps_what_the_device_may_use)
 {
 	post_ret = EIO;
-	reset_ret = -EIO;
+	reset_ret = -EINVAL;
 	drain_begin(&w, &c);
 	ck_assert_uint_eq(resets, 1);
 	ck_assert(c.marker_done);
 	ck_assert_uint_eq(retired, 0);
 	ck_assert_uint_eq(sq_inflight(&c.sq), 3);
+}
+END_TEST
+
+/* A reset refused because the device is gone (EIO): it uses nothing any more. */
+START_TEST(test_abandon_on_a_device_gone)
+{
+	post_ret = EIO;
+	reset_ret = -EIO;
+	drain_begin(&w, &c);
+	ck_assert_uint_eq(resets, 1);
+	ck_assert_uint_eq(retired, 3);
+	ck_assert_uint_eq(sq_inflight(&c.sq), 0);
 }
 END_TEST
 
@@ -225,6 +237,7 @@ int main(void)
 	tcase_add_test(tc, test_marker_post_fails_abandons);
 	tcase_add_test(tc, test_marker_posted_waits_for_flushes);
 	tcase_add_test(tc, test_abandon_keeps_what_the_device_may_use);
+	tcase_add_test(tc, test_abandon_on_a_device_gone);
 	tcase_add_test(tc, test_retire_waits_for_every_reference);
 	suite_add_tcase(s, tc);
 	return pc_test_run(s);

@@ -136,12 +136,16 @@ void drain_begin(struct pc_worker *w, struct conn *c)
  * did not flush in time). Only once the device is done with them: the QP is
  * reset first, so it neither completes nor DMAs into what is given back (a
  * buffer reused at once, a pollcore-blk staging buffer, an application's
- * pc_rdma() memory). When even that fails they stay where they are, their
- * buffers kept from reuse, until the QP is destroyed with the engine.
+ * pc_rdma() memory). A reset that fails with EIO or ENODEV says the device
+ * is gone (removed, disassociated): it touches no memory any more either.
+ * Any other failure keeps them where they are, their buffers kept from
+ * reuse, until the QP is destroyed with the engine.
  */
 static void sq_abandon(struct pc_worker *w, struct conn *c)
 {
-	if (qp_to_reset(w->dev, c->qp)) {
+	int ret = qp_to_reset(w->dev, c->qp);
+
+	if (ret && ret != -EIO && ret != -ENODEV) {
 		pc_warn("%s qp 0x%x: %u WRs never completed and the QP cannot be reset (%s): "
 			"their buffers and operations are kept until it is destroyed",
 			w->dev->name, c->qpn, sq_inflight(&c->sq), pc_last_error());
