@@ -512,10 +512,17 @@ struct pc_msg *pc_msg_alloc(struct pc_conn *pconn)
 			errno = ENOTCONN;
 			return NULL;
 		}
-		if (pc_ring_spsc_dequeue_burst(w->chans[slot].txfree, &obj, 1))
+		if (pc_ring_spsc_dequeue_burst(w->chans[slot].txfree, &obj, 1)) {
 			m = obj;
-		else
+		} else {
 			conn_unref_app(c);
+			/*
+			 * The stock is empty: a worker asleep (hybrid idle) would not
+			 * top it up before something else woke it; a busy one does
+			 * within HOUSEKEEP_TURNS turns (dp_topup_txfree()).
+			 */
+			worker_wake(w);
+		}
 	} else {
 		set_error(-EPERM, "pc_msg_alloc: call pc_app_attach() on this thread first");
 		errno = EPERM;
