@@ -167,7 +167,10 @@ static void stop(void)
 	pc_conn_put(conn);
 }
 
-/* Makes call @k (@len bytes of its pattern) with @timeout_ms; returns pc_call()'s answer. */
+/*
+ * Makes call @k (@len bytes of its pattern) with @timeout_ms; returns
+ * pc_call()'s answer, or -ENOTCONN when the connection closed first.
+ */
 static int call(struct call *k, uint32_t len, uint32_t timeout_ms)
 {
 	uint64_t end = pc_test_now_ms() + 30000;
@@ -177,6 +180,8 @@ static int call(struct call *k, uint32_t len, uint32_t timeout_ms)
 	k->caller = pthread_self();
 	k->len = len;
 	while (!(m = pc_msg_alloc(conn))) {
+		if (errno == ENOTCONN)
+			return -ENOTCONN;
 		ck_assert_int_eq(errno, ENOBUFS);
 		ck_assert(pc_test_now_ms() < end);
 		usleep(100);
@@ -360,21 +365,30 @@ START_TEST(test_unanswered_close)
 {
 	enum { N = 4 };
 	struct call k[N];
-	unsigned int i;
+	unsigned int i, made;
+	int rc;
 
 	start(PC_HANDOFF_RING, 8, 2);
 	memset(k, 0, sizeof(k));
 	atomic_store(&srv_hold, true);
-	for (i = 0; i < N; i++) {
-		k[i].pattern = (unsigned char)(0x40 + i);
-		ck_assert_int_eq(call(&k[i], 32, 20), 0);
+	/*
+	 * On a slow host (sanitizers) the first calls may time out, and the
+	 * connection close, before the last is made: then it is refused.
+	 */
+	for (made = 0; made < N; made++) {
+		k[made].pattern = (unsigned char)(0x40 + made);
+		rc = call(&k[made], 32, 20);
+		if (rc == -ENOTCONN)
+			break;
+		ck_assert_int_eq(rc, 0);
 	}
-	wait_runs(k, N, true, 30);
+	ck_assert_uint_ge(made, 3);
+	wait_runs(k, made, true, 30);
 	{
 		unsigned int timedout = 0;
 
 		/* the close may come between two housekeeping turns: the rest end with it */
-		for (i = 0; i < N; i++) {
+		for (i = 0; i < made; i++) {
 			int st = atomic_load(&k[i].status);
 
 			ck_assert_msg(st == -ETIMEDOUT || st == -ENOTCONN, "call %u: %d", i, st);
