@@ -27,10 +27,13 @@ extract() {
 		inblock && n++ == 0 && index($0, name) == 1 { keep = 1 }
 		keep { print }' "$DOC"
 }
+# A sanitized library needs its runtime first in the program's link.
+SAN=()
+case ${PC_SANITIZE:-none} in none | '') ;; *) SAN=(-fsanitize="$PC_SANITIZE") ;; esac
 for prog in server client; do
 	extract "$prog" >"$TMP/$prog.c"
 	[ -s "$TMP/$prog.c" ] || { echo "FAIL: no '/* $prog.c' block in $DOC"; exit 1; }
-	cc -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter \
+	cc -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter "${SAN[@]}" \
 		-I"$SRC/core/include" -I"$SRC/numa/include" -I"$SRC/workers/include" \
 		-o "$TMP/$prog" "$TMP/$prog.c" "$LIB" -Wl,-rpath,"$(dirname "$LIB")" ||
 		{ echo "FAIL: the $prog of $DOC does not compile"; exit 1; }

@@ -3,12 +3,13 @@
  * pollcore-echo - an echo RPC server and a checking, measuring client.
  *
  *   pollcore-echo server [--bind ADDR] [--port P] [--workers N] [--max-size S] [--no-numa]
- *                        [--hybrid] [--corrupt-every K]
+ *                        [--busy | --hybrid] [--corrupt-every K]
  *   pollcore-echo client ADDR [--port P] [--count N] [--size S] [--connections C]
- *                             [--window W] [--workers N] [--no-numa] [--hybrid]
+ *                             [--window W] [--workers N] [--no-numa] [--busy | --hybrid]
  *
  * --no-numa leaves the workers unpinned (client and server on one machine);
- * --hybrid lets idle workers sleep on completion events (PC_IDLE_HYBRID).
+ * idle workers then sleep on completion events, and busy-poll when pinned
+ * (PC_IDLE_AUTO); --busy and --hybrid force one or the other.
  *
  * The server runs in handler mode and echoes every message verbatim on the
  * worker that received it: a request with pc_reply(), anything else with
@@ -55,9 +56,9 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: " PROG
 		" server [--bind ADDR] [--port P] [--workers N] [--max-size S] [--no-numa]\n"
-		"                            [--hybrid] [--corrupt-every K]\n"
+		"                            [--busy | --hybrid] [--corrupt-every K]\n"
 		"       " PROG " client ADDR [--port P] [--count N] [--size S] [--connections C]\n"
-		"                            [--window W] [--workers N] [--no-numa] [--hybrid]\n"
+		"                            [--window W] [--workers N] [--no-numa] [--busy | --hybrid]\n"
 		"defaults: port %d, workers 1, max-size 4096; client: count 10000 per connection,\n"
 		"size 64, connections 1, window 16 (at most 64)\n",
 		DEFAULT_PORT);
@@ -167,6 +168,7 @@ static int run_server(int argc, char **argv)
 	    {"no-numa", no_argument, NULL, 'N'},
 	    {"corrupt-every", required_argument, NULL, 'C'},
 	    {"hybrid", no_argument, NULL, 'H'},
+	    {"busy", no_argument, NULL, 'B'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
@@ -178,7 +180,7 @@ static int run_server(int argc, char **argv)
 	sigset_t sigs;
 	int c, sig;
 
-	while ((c = getopt_long(argc, argv, "b:p:w:m:NC:Hh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "b:p:w:m:NC:HBh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'b':
 			bind = optarg;
@@ -200,6 +202,9 @@ static int run_server(int argc, char **argv)
 			break;
 		case 'H':
 			p.idle = PC_IDLE_HYBRID;
+			break;
+		case 'B':
+			p.idle = PC_IDLE_BUSY;
 			break;
 		case 'C':
 			if (parse_u32("--corrupt-every", optarg, 1, UINT32_MAX, &s.corrupt_every))
@@ -483,7 +488,7 @@ struct client_opts {
 	const char *addr;
 	uint32_t port, count, size, nconns, window, workers;
 	bool no_numa;
-	bool hybrid;
+	enum pc_idle idle;
 };
 
 static int cmp_u32(const void *a, const void *b)
@@ -683,7 +688,8 @@ static int run_client(int argc, char **argv)
 	    {"size", required_argument, NULL, 's'},   {"connections", required_argument, NULL, 'c'},
 	    {"window", required_argument, NULL, 'W'}, {"workers", required_argument, NULL, 'w'},
 	    {"no-numa", no_argument, NULL, 'N'},      {"hybrid", no_argument, NULL, 'H'},
-	    {"help", no_argument, NULL, 'h'},	      {0},
+	    {"busy", no_argument, NULL, 'B'},	      {"help", no_argument, NULL, 'h'},
+	    {0},
 	};
 	struct client_opts o = {.port = DEFAULT_PORT,
 				.count = 10000,
@@ -699,7 +705,7 @@ static int run_client(int argc, char **argv)
 	unsigned int i;
 	int c, rc = 1;
 
-	while ((c = getopt_long(argc, argv, "p:n:s:c:W:w:NHh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:n:s:c:W:w:NHBh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			if (parse_u32("--port", optarg, 1, 65535, &o.port))
@@ -729,7 +735,10 @@ static int run_client(int argc, char **argv)
 			o.no_numa = true;
 			break;
 		case 'H':
-			o.hybrid = true;
+			o.idle = PC_IDLE_HYBRID;
+			break;
+		case 'B':
+			o.idle = PC_IDLE_BUSY;
 			break;
 		case 'h':
 			usage(stdout);
@@ -762,7 +771,7 @@ static int run_client(int argc, char **argv)
 	p.rx_bufs = bufs_for(o.size, 2 * MAX_WINDOW);
 	p.tx_bufs = client_tx_bufs((o.nconns + o.workers - 1) / o.workers * o.window + 16);
 	p.no_numa = o.no_numa;
-	p.idle = o.hybrid ? PC_IDLE_HYBRID : PC_IDLE_BUSY;
+	p.idle = o.idle;
 	p.on_conn = cli_on_conn;
 	p.on_msg = cli_on_msg;
 	p.arg = &cl;

@@ -290,8 +290,8 @@ static void print_workers(struct seg *g)
 	unsigned int k, s;
 
 	print_header_line(g);
-	printf("%-16s %8s %6s %8s %8s %8s %6s %8s %8s %5s %6s %8s %6s %5s %8s %8s %8s\n", "worker",
-	       "loops/s", "empty%", "cqe/s", "rx/s", "tx/s", "WR/db", "srq/s", "refill/s",
+	printf("%-16s %6s %8s %6s %8s %8s %8s %6s %8s %8s %5s %6s %8s %6s %5s %8s %8s %8s\n",
+	       "worker", "idle", "loops/s", "empty%", "cqe/s", "rx/s", "tx/s", "WR/db", "srq/s", "refill/s",
 	       "lowwm", "cstall", "ringfull", "sleep%", "conns", "p50us", "p99us", "p99.9us");
 	for (k = 0; k < g->h->nworkers; k++) {
 		const struct pc_stats_worker *c = &g->cur[k], *p = &g->prev[k];
@@ -318,9 +318,9 @@ static void print_workers(struct seg *g)
 		us_str(pc_stats_hist_percentile(&d, 0.5), d.count, lat[0], sizeof(lat[0]));
 		us_str(pc_stats_hist_percentile(&d, 0.99), d.count, lat[1], sizeof(lat[1]));
 		us_str(pc_stats_hist_percentile(&d, 0.999), d.count, lat[2], sizeof(lat[2]));
-		printf("%-16s %8s %6.1f %8s %8s %8s %6.1f %8s %8s %5" PRIu64 " %6" PRIu64 " %8" PRIu64
-		       " %6.1f %5u %8s %8s %8s\n",
-		       a->name, human((double)(a->loops - b->loops) / dt, r[0], 16),
+		printf("%-16s %6s %8s %6.1f %8s %8s %8s %6.1f %8s %8s %5" PRIu64 " %6" PRIu64
+		       " %8" PRIu64 " %6.1f %5u %8s %8s %8s\n",
+		       a->name, a->busy_poll ? "busy" : "hybrid", human((double)(a->loops - b->loops) / dt, r[0], 16),
 		       polls ? 100.0 * (double)(a->empty_polls - b->empty_polls) / (double)polls : 0.0,
 		       human((double)(a->completions - b->completions) / dt, r[1], 16),
 		       human((double)(a->rx_msgs - b->rx_msgs) / dt, r[2], 16),

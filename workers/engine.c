@@ -78,6 +78,9 @@ static int params_normalise(struct pc_engine_params *p)
 				    p->window);
 	if (p->signal_every > p->sq_depth / 2)
 		p->signal_every = p->sq_depth / 2;
+	if ((unsigned int)p->idle > PC_IDLE_HYBRID)
+		return set_error(-EINVAL, "idle policy %d is not PC_IDLE_AUTO, _BUSY or _HYBRID",
+				    (int)p->idle);
 	if (p->handoff == PC_HANDOFF_HANDLER && !p->on_msg)
 		return set_error(-EINVAL, "handler mode needs on_msg");
 	if (p->sq_depth < 4 || p->poll_batch > 4096)
@@ -874,7 +877,8 @@ struct pc_worker *pc_engine_worker(struct pc_engine *e, unsigned int idx)
 #define FIELD_SIZE(f) +sizeof(((struct pc_worker_stats *)0)->f)
 static_assert(sizeof(struct pc_worker_stats) ==
 	      0 FIELD_SIZE(name) FIELD_SIZE(pu) FIELD_SIZE(numa_node) FIELD_SIZE(cq_single_threaded)
-	      FIELD_SIZE(thread_domain) FIELD_SIZE(submit_full)
+	      FIELD_SIZE(thread_domain) FIELD_SIZE(idle_policy) FIELD_SIZE(busy_poll)
+	      FIELD_SIZE(submit_full)
 	      FIELD_SIZE(tx_held) WORKER_COUNTERS(FIELD_SIZE),
 	      "pc_engine_stats() samples every field");
 static_assert(sizeof(struct pc_worker_stats) ==

@@ -86,6 +86,14 @@ static int worker_setup(struct pc_worker *w)
 		}
 	}
 
+	/*
+	 * Busy-polling pays only on a core of one's own: an unbound worker
+	 * shares its core with the application and the other workers.
+	 * Submitters read `hybrid` once pc_engine_create() has returned.
+	 */
+	w->hybrid = p->idle == PC_IDLE_HYBRID || (p->idle == PC_IDLE_AUTO && w->st.pu < 0);
+	w->st.busy_poll = !w->hybrid;
+
 	/* after binding: the stats block and slots are first touched on this node */
 	ret = wstats_init(&w->ws, w->stats_blk, w->stats_slots, p->max_conns_per_worker);
 	if (ret)
@@ -164,7 +172,7 @@ static int worker_setup(struct pc_worker *w)
 	w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (w->efd < 0)
 		return set_error(-errno, "%s: eventfd: %s", w->name, strerror(errno));
-	if (p->idle == PC_IDLE_HYBRID) {
+	if (w->hybrid) {
 		w->ch = ibv_create_comp_channel(d->ctx);
 		if (!w->ch)
 			return set_error(pc_neg_errno(-1), "%s: ibv_create_comp_channel: %s",
@@ -209,10 +217,12 @@ static int worker_setup(struct pc_worker *w)
 	ctl_inbox_init(&w->inbox, wake_cb, w);
 	dp_refill_srq(w, true);
 	worker_publish(w, now_ns());
-	pc_info("%s: %s on PU %d (NUMA %d), CQ %d%s, SRQ %u (watermark %u), %s, %s verbs, %s idle",
+	pc_info("%s: %s on PU %d (NUMA %d), CQ %d%s, SRQ %u (watermark %u), %s, %s verbs, %s idle%s",
 		w->name, d->name, w->st.pu, w->st.numa_node, cqe,
 		w->cq_single ? " single-threaded" : "", p->srq_depth, p->srq_watermark, w->domain,
-		w->wr_ex ? "ibv_wr_*" : "generic", p->idle == PC_IDLE_HYBRID ? "hybrid" : "busy");
+		w->wr_ex ? "ibv_wr_*" : "generic", w->hybrid ? "hybrid" : "busy",
+		p->idle != PC_IDLE_AUTO ? "" : w->hybrid ? " (auto: unbound, cores shared)"
+							 : " (auto: a core of its own)");
 	return 0;
 }
 
@@ -333,6 +343,8 @@ void worker_sample(const struct pc_worker *w, struct pc_worker_stats *st)
 	st->numa_node = w->st.numa_node;
 	st->cq_single_threaded = w->st.cq_single_threaded;
 	st->thread_domain = w->st.thread_domain;
+	st->idle_policy = w->p->idle;
+	st->busy_poll = w->st.busy_poll;
 #define SAMPLE(f) st->f = STAT_LD(w->st.f);
 	WORKER_COUNTERS(SAMPLE)
 #undef SAMPLE
@@ -647,7 +659,7 @@ static void *worker_main(void *arg)
 		STAT_ADD(w->st.loops, 1);
 		if (pc_unlikely(wstats_due(&w->ws)))
 			worker_publish(w, now_ns());
-		if (work || p->idle != PC_IDLE_HYBRID)
+		if (work || !w->hybrid)
 			w->empty_turns = 0;
 		else if (++w->empty_turns >= p->idle_spins) {
 			w->empty_turns = 0;
@@ -678,7 +690,6 @@ int worker_start(struct pc_worker *w, const struct worker_cfg *cfg)
 	w->stats_blk = cfg->stats_blk;
 	w->stats_slots = cfg->stats_slots;
 	w->efd = -1;
-	w->hybrid = w->p->idle == PC_IDLE_HYBRID;
 	w->grant_wait_due = UINT64_MAX;
 	/* grant deadlines count in stats_ticks(): stats_clock_init() ran (engine.c) */
 	w->grant_delay = stats_ns_ticks(GRANT_DELAY_NS);

@@ -223,7 +223,7 @@ struct pc_worker {
 	bool wr_ex;		/* post with ibv_wr_* (ibv_qp_ex) */
 	bool srq_rearm;		/* SRQ limit fired: re-arm it once refilled */
 	bool poll_failed;	/* ibv_poll_cq failed before: logged once */
-	bool hybrid;		/* PC_IDLE_HYBRID: submitters may have to wake us */
+	bool hybrid;		/* sleeps when idle: submitters may have to wake us */
 
 	/* submissions: app threads -> worker */
 	struct pc_ring_mpsc *submit;

@@ -130,7 +130,7 @@ struct bench_opts {
 	bool json;
 	bool quick;
 	bool no_numa;
-	bool idle_hybrid;	/* --idle hybrid: the workers sleep on events when idle */
+	enum pc_idle idle;	/* --idle: PC_IDLE_BUSY unless asked */
 };
 
 /* Engine parameters both sides derive from the options, for messages up to @msg_size. */

@@ -116,7 +116,7 @@ void bench_params(const struct bench_opts *o, uint32_t msg_size, struct pc_engin
 	p->signal_every = o->signal_every;
 	p->poll_batch = o->poll_batch;
 	p->no_numa = o->no_numa;
-	p->idle = o->idle_hybrid ? PC_IDLE_HYBRID : PC_IDLE_BUSY;
+	p->idle = o->idle;
 }
 
 /* --- options ------------------------------------------------------------------------- */
@@ -127,13 +127,14 @@ static void usage(FILE *f)
 		"usage: " PROG " server [--bind ADDR] [--port P] [--device NAME] [--workers N]\n"
 		"                      [--max-size S] [--window W] [-t|--tx-depth D] [-r|--rx-depth D]\n"
 		"                      [-Q|--signal-every N] [--poll-batch N] [--inline B] [--no-numa]\n"
-		"                      [--idle busy|hybrid]\n"
+		"                      [--idle busy|hybrid|auto]\n"
 		"       " PROG " client ADDR -m|--mode send|rpc|write|read [--port P]\n"
 		"                      [-s|--size S] [-D|--duration SECS | -n|--count N] [--quick]\n"
 		"                      [-q|--connections C] [--device NAME] [--workers N] [-w|--window W]\n"
 		"                      [-l|--post-batch B] [-Q|--signal-every N] [--poll-batch N]\n"
 		"                      [-t|--tx-depth D] [-r|--rx-depth D] [--inline B] [--no-numa] [--json]\n"
-		"                      [--producer worker|thread] [--idle busy|hybrid]\n"
+		"                      [--producer worker|thread]\n"
+		"                      [--idle busy|hybrid|auto]\n"
 		"defaults: port %d, size 64, duration 5 s (--quick: 1 s), 1 connection, 1 worker;\n"
 		"window (in flight per connection): rpc 1, send, write and read 128; the server's\n"
 		"--window (its receive credits, default 64) bounds messages in flight too.\n"
@@ -147,8 +148,9 @@ static void usage(FILE *f)
 		"--device: the RDMA device the engine opens (default: the first one); the\n"
 		"address must be on it (rdma_cm routes over the device that owns it).\n"
 		"--connect-timeout SECS: the client's, per connection (default 10).\n"
-		"--idle: busy (default) polls without pause; hybrid sleeps on the CQ's events\n"
-		"after an idle spell (a one-sided server has nothing to poll, as perftest's).\n"
+		"--idle: busy (default, as perftest) polls without pause; hybrid sleeps on the\n"
+		"CQ's events after an idle spell (a one-sided server has nothing to poll, as\n"
+		"perftest's); auto is the library's default: busy only when bound to a core.\n"
 		"Exit: 0 all checks passed, 1 a mismatch or an error, 2 a usage error.\n",
 		BENCH_PORT);
 }
@@ -294,11 +296,12 @@ static int parse_one(int c, const char *arg, struct parsed *p)
 		o->devices[0] = arg;
 		return 0;
 	case O_IDLE:
-		if (!strcmp(arg, "busy") || !strcmp(arg, "hybrid")) {
-			o->idle_hybrid = arg[0] == 'h';
+		if (!strcmp(arg, "busy") || !strcmp(arg, "hybrid") || !strcmp(arg, "auto")) {
+			o->idle = arg[0] == 'h' ? PC_IDLE_HYBRID :
+				  arg[0] == 'a' ? PC_IDLE_AUTO : PC_IDLE_BUSY;
 			return 0;
 		}
-		return bad_usage("--idle: '%s' is not busy or hybrid", arg);
+		return bad_usage("--idle: '%s' is not busy, hybrid or auto", arg);
 	case O_NONUMA: o->no_numa = true; return 0;
 	case O_JSON: o->json = true; return 0;
 	case O_QUICK: o->quick = true; return 0;
@@ -360,7 +363,7 @@ static int parse(int argc, char **argv, bool server, struct parsed *p)
 	int c, ret;
 
 	*p = (struct parsed){ .o = { .mode = MODE_SEND, .port = BENCH_PORT, .size = 64,
-				     .conns = 1, .workers = 1, .window = 64 },
+				     .conns = 1, .workers = 1, .window = 64, .idle = PC_IDLE_BUSY },
 			      .max_size = 4096 };
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":m:p:s:D:n:q:w:l:Q:t:r:h", long_opts, NULL)) != -1) {

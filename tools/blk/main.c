@@ -4,7 +4,7 @@
  * RDMA shape (docs/storage.md).
  *
  *   pollcore-blk server [--addr A] [--port P] (--ram SIZE | --file PATH) [--bs 4096]
- *                       [--workers N] [--staging N] [--no-numa] [--hybrid]
+ *                       [--workers N] [--staging N] [--no-numa] [--busy | --hybrid]
  *   pollcore-blk client ADDR [--port P] [--rw MODE] [--bs 4k] [--iodepth 32] [--size 64M]
  *                       [--time 10] [--verify] [--json] [--phase write|check --gen G]
  *                       [--bad-cmds] [--no-numa]
@@ -27,7 +27,8 @@ void blk_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: " PROG " server [--addr A] [--port P] (--ram SIZE | --file PATH) [--bs 4096]\n"
-		"                           [--workers N] [--staging N] [--no-numa] [--hybrid]\n"
+		"                           [--workers N] [--staging N] [--no-numa]\n"
+		"                           [--busy | --hybrid]\n"
 		"       " PROG " client ADDR [--port P] [--rw read|write|randread|randwrite|randrw]\n"
 		"                           [--bs 4k] [--iodepth 32] [--size 64M] [--time 10]\n"
 		"                           [--offset 0] [--verify] [--reconnect S] [--json]\n"

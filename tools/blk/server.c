@@ -386,7 +386,8 @@ struct srv_opts {
 	const char *addr, *file;
 	uint64_t ram;
 	uint32_t port, bs, workers, staging;
-	bool no_numa, hybrid;
+	bool no_numa;
+	enum pc_idle idle;
 };
 
 static int parse_opts(int argc, char **argv, struct srv_opts *o)
@@ -396,18 +397,19 @@ static int parse_opts(int argc, char **argv, struct srv_opts *o)
 	    {"ram", required_argument, NULL, 'r'},   {"file", required_argument, NULL, 'f'},
 	    {"bs", required_argument, NULL, 'b'},    {"workers", required_argument, NULL, 'w'},
 	    {"staging", required_argument, NULL, 's'}, {"no-numa", no_argument, NULL, 'N'},
-	    {"hybrid", no_argument, NULL, 'H'},      {"help", no_argument, NULL, 'h'},
-	    {0},
+	    {"hybrid", no_argument, NULL, 'H'},      {"busy", no_argument, NULL, 'B'},
+	    {"help", no_argument, NULL, 'h'},        {0},
 	};
 	uint64_t v;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "a:p:r:f:b:w:s:NHh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "a:p:r:f:b:w:s:NHBh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'a': o->addr = optarg; break;
 		case 'f': o->file = optarg; break;
 		case 'N': o->no_numa = true; break;
-		case 'H': o->hybrid = true; break;
+		case 'H': o->idle = PC_IDLE_HYBRID; break;
+		case 'B': o->idle = PC_IDLE_BUSY; break;
 		case 'p':
 			if (blk_parse_u32("--port", optarg, 1, 65535, &o->port))
 				return 2;
@@ -475,7 +477,7 @@ int blk_server_main(int argc, char **argv)
 	p.rx_bufs = SRV_RX_BUFS;
 	p.tx_bufs = 64; /* completions travel in the request buffers */
 	p.no_numa = o.no_numa;
-	p.idle = o.hybrid ? PC_IDLE_HYBRID : PC_IDLE_BUSY;
+	p.idle = o.idle;
 	p.on_conn = srv_on_conn;
 	p.on_msg = srv_on_msg;
 	p.arg = &s;

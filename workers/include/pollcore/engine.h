@@ -120,7 +120,8 @@ enum pc_handoff {
 
 /* What a worker does when there is nothing to do. */
 enum pc_idle {
-	PC_IDLE_BUSY = 0,	/* busy-poll forever (lowest latency) */
+	PC_IDLE_AUTO = 0,	/* busy when pinned to a core of its own, hybrid otherwise */
+	PC_IDLE_BUSY,		/* busy-poll forever (lowest latency) */
 	PC_IDLE_HYBRID,		/* after idle_spins empty turns, sleep on CQ event + eventfd */
 };
 
@@ -271,7 +272,12 @@ struct pc_device_params {
  *                  closes (-ETIMEDOUT, "N calls unanswered"); default
  *                  @window (each holds a window slot: at @window the
  *                  connection could make no call any more).
- * @idle: PC_IDLE_BUSY (default) or PC_IDLE_HYBRID.
+ * @idle: PC_IDLE_AUTO (default): a worker bound to a core of the plan's
+ *        busy-polls; an unbound one (no_numa, no topology, more workers
+ *        than cores) would take its core from the application, the
+ *        device's kernel work and the other workers, so it runs hybrid.
+ *        PC_IDLE_BUSY and PC_IDLE_HYBRID force one. The log's line for
+ *        each worker and pc_worker_stats.busy_poll say which applies.
  * @idle_spins: empty turns before sleeping (hybrid), default 1000.
  * @keepalive_ms: a connection on which nothing arrived for between this
  *                and twice this long gets a probe: its credit word written
@@ -711,6 +717,8 @@ struct pc_worker_stats {
 	int numa_node;
 	uint32_t cq_single_threaded;	/* 1: CQ created IBV_CREATE_CQ_ATTR_SINGLE_THREADED */
 	uint32_t thread_domain;	/* 1: QPs and SRQ on a parent domain with a thread domain */
+	uint32_t idle_policy;	/* enum pc_idle as asked for (PC_IDLE_AUTO by default) */
+	uint32_t busy_poll;	/* what applies: 1 busy-polls when idle, 0 sleeps on events */
 	uint64_t loops;
 	uint64_t polls;
 	uint64_t empty_polls;
@@ -752,7 +760,7 @@ struct pc_worker_stats {
  * each uint32_t.
  */
 #define PC_WORKER_STATS_FIELDS(X64, X32) \
-	X32(cq_single_threaded) X32(thread_domain) \
+	X32(cq_single_threaded) X32(thread_domain) X32(idle_policy) X32(busy_poll) \
 	X64(loops) X64(polls) X64(empty_polls) X64(completions) X64(wrs_posted) X64(doorbells) \
 	X64(srq_posted) X64(srq_doorbells) X64(srq_limit_events) X64(rx_msgs) X64(tx_msgs) \
 	X64(handoff_full) X64(submit_full) X64(credit_stalls) X64(credit_writes) \
