@@ -593,10 +593,15 @@ START_TEST(test_peers_differ)
 		.no_numa = true,
 	};
 	struct pc_engine *srv, *cli;
+	struct pc_conn_info in;
 	struct pc_msg *m;
 	unsigned int i;
 
 	pair_start(&sp, &cp, 2, &srv, &cli);
+	/* each side sees the other's limits */
+	pc_conn_info(cc[0].conn, &in);
+	ck_assert_uint_eq(in.peer_max_msg, 1024);
+	ck_assert_uint_eq(in.peer_window, PC_WINDOW_DEFAULT);
 	/* 200 requests in flight allowed here, 64 credits granted by the server */
 	for (i = 0; i < 2; i++)
 		atomic_store(&cc[i].expect_rpc, 1);

@@ -846,6 +846,9 @@ void pc_conn_info(const struct pc_conn *pconn, struct pc_conn_info *info)
 	info->worker = c->widx;
 	info->app_slot = c->app_slot;
 	info->raw = c->raw;
+	/* written before UP (conn_apply_peer()), which the caller has seen */
+	info->peer_max_msg = c->raw ? 0 : c->peer_max_msg;
+	info->peer_window = c->raw ? 0 : c->peer_window;
 #define SAMPLE(f) info->f = STAT_LD(st->f);
 	CONN_COUNTERS(SAMPLE)
 #undef SAMPLE

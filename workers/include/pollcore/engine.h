@@ -699,6 +699,8 @@ struct pc_conn_info {
 	uint32_t backlog;	/* messages waiting now */
 	uint32_t inflight_req;	/* requests awaiting a response */
 	uint32_t held;		/* buffers of this connection held by the app */
+	uint32_t peer_max_msg;	/* largest payload the peer accepts; 0: raw peer, not known */
+	uint32_t peer_window;	/* most credits the peer grants at once; 0: raw peer */
 };
 
 /**
@@ -707,6 +709,9 @@ struct pc_conn_info {
  * @info: filled in (counters are relaxed snapshots).
  *
  * Any thread. From DOWN on, the final counts, msgs_dropped included.
+ * The peer's limits are known from UP on (pc_connect() has returned, or
+ * on_conn(UP) runs): a pc_send() longer than @peer_max_msg fails with
+ * -EMSGSIZE.
  */
 PC_API void pc_conn_info(const struct pc_conn *conn, struct pc_conn_info *info);
 
