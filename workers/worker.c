@@ -492,6 +492,25 @@ static bool worker_has_input(struct pc_worker *w)
  * found by the re-poll, later ones raise the event; submitters write the
  * eventfd when they see `sleeping` (Dekker pair with worker_wake()).
  */
+/*
+ * One ibv_poll_cq(); a failure is counted every time and said once (it
+ * would repeat on every turn), and reads as an empty poll.
+ */
+static pc_always_inline int worker_poll(struct pc_worker *w, int batch)
+{
+	int n = ibv_poll_cq(w->cq, batch, w->wc);
+
+	if (pc_unlikely(n < 0)) {
+		STAT_ADD(w->st.poll_errors, 1);
+		if (!w->poll_failed)
+			pc_err("%s: %s: ibv_poll_cq failed (%d); counted in poll_errors, not logged again",
+			       w->name, w->dev->name, n);
+		w->poll_failed = true;
+		n = 0;
+	}
+	return n;
+}
+
 static void worker_sleep(struct pc_worker *w)
 {
 	struct pollfd pfd[2 + PC_WORKER_MAX_POLLERS] = { { .fd = w->ch->fd, .events = POLLIN },
@@ -504,7 +523,8 @@ static void worker_sleep(struct pc_worker *w)
 		return;
 	/* acq_rel: pairs with the RMW in worker_wake() */
 	atomic_exchange_explicit(&w->sleeping, 1, memory_order_acq_rel);
-	n = ibv_poll_cq(w->cq, (int)w->p->poll_batch, w->wc);
+	/* the last look before sleeping: a failed poll is counted as on every turn */
+	n = worker_poll(w, (int)w->p->poll_batch);
 	if (n > 0 || worker_has_input(w) || w->draining) {
 		atomic_store(&w->sleeping, 0);
 		PC_PROBE(poll_batch, n);
@@ -560,7 +580,7 @@ static unsigned int worker_turn(struct pc_worker *w, const struct pc_engine_para
 	int n;
 
 	/* 1-2. poll the CQ in a batch, dispatch each completion through wr_id */
-	n = ibv_poll_cq(w->cq, (int)p->poll_batch, w->wc);
+	n = worker_poll(w, (int)p->poll_batch);
 	STAT_ADD(w->st.polls, 1);
 	if (pc_likely(n > 0)) {
 		PC_PROBE(poll_batch, n);
@@ -569,16 +589,7 @@ static unsigned int worker_turn(struct pc_worker *w, const struct pc_engine_para
 		w->ws.now_batch = 0;
 		STAT_ADD(w->st.completions, (uint64_t)n);
 	} else {
-		if (pc_unlikely(n < 0)) {
-			/* counted every time, said once: it would repeat on every turn */
-			STAT_ADD(w->st.poll_errors, 1);
-			if (!w->poll_failed)
-				pc_err("%s: %s: ibv_poll_cq failed (%d); counted in poll_errors, not logged again",
-				       w->name, w->dev->name, n);
-			w->poll_failed = true;
-		}
 		STAT_ADD(w->st.empty_polls, 1);
-		n = 0;
 	}
 	work = (unsigned int)n;
 
