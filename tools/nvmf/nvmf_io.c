@@ -174,7 +174,8 @@ int nvmf_req_range(const struct nvmf_req *req, const void *data, uint32_t i, uin
 	if (req->sqe.opcode != NVME_IO_DSM || i >= req->io.nr_ranges)
 		return -EINVAL;
 	memcpy(&r, (const uint8_t *)data + (size_t)i * sizeof(r), sizeof(r));
-	*off = r.slba << req->lbads;
+	/* an empty range was not validated: its SLBA means nothing */
+	*off = r.nlb ? r.slba << req->lbads : 0;
 	*len = (uint64_t)r.nlb << req->lbads;
 	return 0;
 }
