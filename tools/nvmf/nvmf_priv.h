@@ -122,35 +122,169 @@ enum nvmf_req_state {
 	NVMF_RS_HELD,	/* an AER */
 };
 
-/* nvmf_queue.c */
+/*
+ * Internal calls. All run on the worker of @q; none is called with t->lock
+ * held unless its name ends in _locked.
+ */
+
+/**
+ * nvmf_complete - end a command: fill req->cqe, log a failure in the
+ * controller's error log (takes t->lock), free the queue slot.
+ * @q: the queue.
+ * @req: the command.
+ * @status: enum nvme_status, with NVME_DNR where it applies.
+ * @result: CQE DW0-1.
+ *
+ * Return: NVMF_ACT_COMPLETE.
+ */
 enum nvmf_act nvmf_complete(struct nvmf_queue *q, struct nvmf_req *req, uint16_t status,
 			    uint64_t result);
+
+/**
+ * nvmf_sgl_parse - decode req->sqe.dptr into req->xfer (type, in-capsule bounds).
+ * @q: the queue.
+ * @req: the command.
+ * @capsule_len: bytes received.
+ * @close: set if the capsule is malformed (in-capsule data that did not arrive).
+ *
+ * Return: 0, or the SGL status (with DNR).
+ */
 uint16_t nvmf_sgl_parse(struct nvmf_queue *q, struct nvmf_req *req, size_t capsule_len,
 			bool *close);
+
+/**
+ * nvmf_sgl_expect - check the decoded SGL against the command's transfer.
+ * @req: the command, after nvmf_sgl_parse().
+ * @dir: enum nvmf_xfer_dir of the data.
+ * @want: bytes the command moves (0: none).
+ *
+ * Return: 0 (req->xfer.dir set), or Invalid Field / Data SGL Length Invalid.
+ */
 uint16_t nvmf_sgl_expect(struct nvmf_req *req, uint8_t dir, uint32_t want);
+
+/**
+ * nvmf_err_log - add an Error Information entry for @req (takes t->lock).
+ * @c: the controller.
+ * @q: the queue.
+ * @req: the failed command.
+ * @status: its status.
+ */
 void nvmf_err_log(struct nvmf_ctrl *c, const struct nvmf_queue *q, const struct nvmf_req *req,
 		  uint16_t status);
+
+/**
+ * nvmf_queue_stat_add - add @v to the queue's counter @which (single writer).
+ * @q: the queue.
+ * @which: NVMF_ST_*.
+ * @v: the amount.
+ */
 void nvmf_queue_stat_add(struct nvmf_queue *q, int which, uint64_t v);
 
-/* nvmf_ctrl.c */
+/**
+ * nvmf_fabrics - a Fabrics command (Connect, Property Get/Set, the rest).
+ * @q: the queue.
+ * @req: the command.
+ * @capsule_len: bytes received.
+ * @close: set for a malformed capsule.
+ *
+ * Return: the action.
+ */
 enum nvmf_act nvmf_fabrics(struct nvmf_queue *q, struct nvmf_req *req, size_t capsule_len,
 			   bool *close);
+
+/**
+ * nvmf_connect_data - a Connect's 1024 bytes arrived: bind @q to a new or
+ * existing controller (takes t->lock).
+ * @q: the queue.
+ * @req: the Connect.
+ * @data: struct nvmf_connect_data, any alignment.
+ * @len: 1024.
+ *
+ * Return: NVMF_ACT_COMPLETE.
+ */
 enum nvmf_act nvmf_connect_data(struct nvmf_queue *q, struct nvmf_req *req, const void *data,
 				size_t len);
+
+/**
+ * nvmf_ns_get - namespace @nsid of @s.
+ * @s: the subsystem.
+ * @nsid: 1..nr_ns.
+ *
+ * Return: the namespace, or NULL.
+ */
 struct nvmf_ns *nvmf_ns_get(struct nvmf_subsys *s, uint32_t nsid);
+
+/**
+ * nvmf_post_event_locked - queue an asynchronous event for @c and wake its
+ * admin queue's worker. t->lock held.
+ * @c: the controller.
+ * @dw0: the AER completion's DW0.
+ */
 void nvmf_post_event_locked(struct nvmf_ctrl *c, uint32_t dw0);
+
+/**
+ * nvmf_ctrl_stats - sum the counters of @c's queues, present and gone.
+ * t->lock held.
+ * @c: the controller.
+ * @sum: NVMF_ST_NR sums.
+ */
 void nvmf_ctrl_stats(struct nvmf_ctrl *c, uint64_t sum[NVMF_ST_NR]);
 
-/* nvmf_admin.c */
+/**
+ * nvmf_admin - an admin command on an admin queue bound to a controller.
+ * @q: the queue.
+ * @req: the command.
+ * @capsule_len: bytes received.
+ * @close: set for a malformed capsule.
+ *
+ * Return: the action (COMPLETE, FILL or HOLD).
+ */
 enum nvmf_act nvmf_admin(struct nvmf_queue *q, struct nvmf_req *req, size_t capsule_len,
 			 bool *close);
+
+/**
+ * nvmf_admin_fill - write a FILL's data (Identify, log page) into @buf.
+ * @q: the admin queue.
+ * @req: the command.
+ * @buf: req->xfer.len bytes, 8-byte aligned.
+ * @len: req->xfer.len.
+ *
+ * Return: NVMF_ACT_COMPLETE.
+ */
 enum nvmf_act nvmf_admin_fill(struct nvmf_queue *q, struct nvmf_req *req, void *buf, size_t len);
 
-/* nvmf_io.c */
+/**
+ * nvmf_io - an I/O command on an I/O queue bound to a controller.
+ * @q: the queue.
+ * @req: the command.
+ * @capsule_len: bytes received.
+ * @close: set for a malformed capsule.
+ *
+ * Return: the action.
+ */
 enum nvmf_act nvmf_io(struct nvmf_queue *q, struct nvmf_req *req, size_t capsule_len,
 		      bool *close);
+
+/**
+ * nvmf_io_data - a DSM's ranges arrived: validate them all.
+ * @q: the queue.
+ * @req: the command.
+ * @data: the ranges.
+ * @len: their bytes.
+ *
+ * Return: NVMF_ACT_DISCARD, NVMF_ACT_COMPLETE (LBA Out of Range) or CLOSE.
+ */
 enum nvmf_act nvmf_io_data(struct nvmf_queue *q, struct nvmf_req *req, const void *data,
 			   size_t len);
+
+/**
+ * nvmf_io_complete - the backend finished: the status from @err.
+ * @q: the queue.
+ * @req: the command.
+ * @err: 0 or a negative errno (see nvmf_req_complete()).
+ *
+ * Return: NVMF_ACT_COMPLETE.
+ */
 enum nvmf_act nvmf_io_complete(struct nvmf_queue *q, struct nvmf_req *req, int err);
 
 static inline bool nvmf_ctrl_ready(const struct nvmf_ctrl *c)
