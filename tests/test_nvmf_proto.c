@@ -875,15 +875,16 @@ START_TEST(test_keepalive)
 	io = t_io(t, 1, id);
 	ck_assert_uint_eq(feature(q, NVME_ADM_GET_FEATURES, NVME_FEAT_KATO, 0, &r), 0);
 	ck_assert_uint_eq(r, 5000);
-	ck_assert_int_eq(nvmf_tgt_keepalive(t, 1000, exp, 4), 0); /* arms: deadline 6000 */
-	ck_assert_int_eq(nvmf_tgt_keepalive(t, 5000, exp, 4), 0);
+	/* deadlines are KATO (5 s) + KAS (1 s) after the check that saw activity */
+	ck_assert_int_eq(nvmf_tgt_keepalive(t, 1000, exp, 4), 0); /* arms: deadline 7000 */
+	ck_assert_int_eq(nvmf_tgt_keepalive(t, 7000, exp, 4), 0);
 	ck_assert_uint_eq(t_status(q, &ka, NULL), 0);
-	ck_assert_int_eq(nvmf_tgt_keepalive(t, 5500, exp, 4), 0); /* seen: deadline 10500 */
-	ck_assert_int_eq(nvmf_tgt_keepalive(t, 10500, exp, 4), 0);
+	ck_assert_int_eq(nvmf_tgt_keepalive(t, 7500, exp, 4), 0); /* seen: deadline 13500 */
+	ck_assert_int_eq(nvmf_tgt_keepalive(t, 13500, exp, 4), 0);
 	ck_assert(!nvmf_queue_dead(io->q));
-	ck_assert_int_eq(nvmf_tgt_keepalive(t, 10501, exp, 0), 0); /* no room: later */
+	ck_assert_int_eq(nvmf_tgt_keepalive(t, 13501, exp, 0), 0); /* no room: later */
 	ck_assert(!nvmf_queue_dead(io->q));
-	ck_assert_int_eq(nvmf_tgt_keepalive(t, 10502, exp, 4), 1);
+	ck_assert_int_eq(nvmf_tgt_keepalive(t, 13502, exp, 4), 1);
 	ck_assert_uint_eq(exp[0], id);
 	ck_assert(nvmf_queue_dead(q->q));
 	ck_assert(nvmf_queue_dead(io->q));

@@ -487,9 +487,10 @@ int nvmf_tgt_keepalive(struct nvmf_tgt *t, uint64_t now_ms, uint16_t *expired, i
 		    atomic_load_explicit(&c->state, memory_order_relaxed) != NVMF_CTRL_LIVE)
 			continue;
 		seen = atomic_load_explicit(&c->ka_count, memory_order_relaxed);
+		/* one KAS of slack: the timer's granularity (a host may send every KATO) */
 		if (!c->ka_deadline || seen != c->ka_seen) {
 			c->ka_seen = seen;
-			c->ka_deadline = now_ms + c->kato_ms;
+			c->ka_deadline = now_ms + c->kato_ms + NVMF_KAS_MS;
 			continue;
 		}
 		if (now_ms <= c->ka_deadline || n >= max)

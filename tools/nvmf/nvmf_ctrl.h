@@ -162,8 +162,10 @@ void nvmf_tgt_destroy(struct nvmf_tgt *t);
  * nvmf_tgt_keepalive - expire controllers whose keep-alive timer ran out.
  * @t: the target.
  * @now_ms: a monotonic clock, milliseconds; the caller drives it, calling at
- *          least every KAS (1 s). A controller expires when no Keep Alive
- *          reached it in the KATO from one call to a later one.
+ *          least every KAS (1 s). A controller expires when a call finds
+ *          that no Keep Alive reached it for more than KATO + KAS since the
+ *          call that last saw one (or its Connect) - the timer has KAS
+ *          granularity, and a host may send a Keep Alive every KATO.
  * @expired: where the expired controllers' cntlids go.
  * @max: room in @expired.
  *
