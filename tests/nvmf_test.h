@@ -76,5 +76,6 @@ struct t_queue *t_queue_new(struct nvmf_tgt *t, uint16_t qid, uint16_t hsqsize);
 void t_queue_free(struct t_queue *tq);
 
 TCase *t_io_tcase(void);
+TCase *t_threads_tcase(void);
 
 #endif /* NVMF_TEST_H */

@@ -955,6 +955,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_flow_control);
 	suite_add_tcase(s, tc);
 	suite_add_tcase(s, t_io_tcase());
+	suite_add_tcase(s, t_threads_tcase());
 	return s;
 }
 
