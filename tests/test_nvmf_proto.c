@@ -230,6 +230,12 @@ START_TEST(test_connect_admin)
 	d = t_connect_data(NVME_CNTLID_DYNAMIC, T_SUBNQN, "");
 	ck_assert_uint_eq(admin_connect(s, d, &res), DNR(NVME_SC_CONNECT_INVALID));
 	ck_assert_uint_eq(res, 0x10000 | 512);
+	d = t_connect_data(NVME_CNTLID_DYNAMIC, T_SUBNQN, T_HOSTNQN);
+	memset(d.hostnqn, 'h', NVMF_NQN_MAX + 1); /* one byte longer than an NQN may be */
+	ck_assert_uint_eq(admin_connect(s, d, &res), DNR(NVME_SC_CONNECT_INVALID));
+	ck_assert_uint_eq(res, 0x10000 | 512);
+	d.hostnqn[NVMF_NQN_MAX] = 0;
+	ck_assert_uint_eq(admin_connect(s, d, &res), NVME_SC_SUCCESS);
 	d = t_connect_data(1, T_SUBNQN, T_HOSTNQN);
 	ck_assert_uint_eq(admin_connect(s, d, &res), DNR(NVME_SC_CONNECT_INVALID));
 	ck_assert_uint_eq(res, 0x10000 | 16);
@@ -756,6 +762,9 @@ START_TEST(test_features)
 	ck_assert_uint_eq(feature(q, NVME_ADM_SET_FEATURES, NVME_FEAT_KATO, 1500, NULL), 0);
 	ck_assert_uint_eq(feature(q, NVME_ADM_GET_FEATURES, NVME_FEAT_KATO, 0, &r), 0);
 	ck_assert_uint_eq(r, 2000); /* KAS granularity: 1 s */
+	ck_assert_uint_eq(feature(q, NVME_ADM_SET_FEATURES, NVME_FEAT_KATO, UINT32_MAX, NULL), 0);
+	ck_assert_uint_eq(feature(q, NVME_ADM_GET_FEATURES, NVME_FEAT_KATO, 0, &r), 0);
+	ck_assert_uint_eq(r, 4294967000u); /* rounded up would not fit: down */
 	ck_assert_uint_eq(feature(q, NVME_ADM_SET_FEATURES, 0x06, 1, NULL), DNR(NVME_SC_INVALID_FIELD));
 	ck_assert_uint_eq(feature(q, NVME_ADM_GET_FEATURES, 0x80, 0, NULL), DNR(NVME_SC_INVALID_FIELD));
 	s = feat(NVME_ADM_SET_FEATURES, NVME_FEAT_KATO, 1000);

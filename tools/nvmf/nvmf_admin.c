@@ -237,6 +237,10 @@ static void log_discovery(struct nvmf_tgt *t, uint8_t *out)
 	disc_entry(t, &e[1], t->nvm.nqn, NVMF_SUBTYPE_NVME);
 }
 
+static_assert(sizeof(struct nvmf_disc_hdr) + 2 * sizeof(struct nvmf_disc_entry) <=
+		      NVME_IDENTIFY_SIZE,
+	      "the discovery log is built in an admin queue's 4 KiB scratch");
+
 static void log_fill(struct nvmf_queue *q, struct nvmf_req *req, uint8_t *buf, size_t len)
 {
 	struct nvmf_tgt *t = q->tgt;
@@ -327,7 +331,7 @@ static uint16_t set_features(struct nvmf_queue *q, struct nvmf_req *req, uint64_
 			c->aec = v;
 		break;
 	case NVME_FEAT_KATO:
-		c->kato_ms = (uint32_t)(((uint64_t)v + NVMF_KAS_MS - 1) / NVMF_KAS_MS * NVMF_KAS_MS);
+		c->kato_ms = nvmf_kato_round(v);
 		c->ka_deadline = 0; /* re-armed by the next check */
 		break;
 	}

@@ -150,6 +150,13 @@ struct nvmf_ns *nvmf_ns_get(struct nvmf_subsys *s, uint32_t nsid)
 	return &s->ns[nsid - 1];
 }
 
+uint32_t nvmf_kato_round(uint32_t kato)
+{
+	uint64_t r = ((uint64_t)kato + NVMF_KAS_MS - 1) / NVMF_KAS_MS * NVMF_KAS_MS;
+
+	return r > UINT32_MAX ? UINT32_MAX / NVMF_KAS_MS * NVMF_KAS_MS : (uint32_t)r;
+}
+
 void nvmf_ctrl_stats(struct nvmf_ctrl *c, uint64_t sum[NVMF_ST_NR])
 {
 	/* with the lock held: queue membership cannot change */
@@ -314,7 +321,8 @@ enum nvmf_act nvmf_connect_data(struct nvmf_queue *q, struct nvmf_req *req, cons
 		s = &t->disc;
 	else
 		return nvmf_complete(q, req, NVME_SC_CONNECT_INVALID | NVME_DNR, IPO_DATA(subnqn));
-	if (!memchr(d.hostnqn, 0, sizeof(d.hostnqn)) || !d.hostnqn[0])
+	if (!memchr(d.hostnqn, 0, sizeof(d.hostnqn)) || !d.hostnqn[0] ||
+	    strlen(d.hostnqn) > NVMF_NQN_MAX)
 		return nvmf_complete(q, req, NVME_SC_CONNECT_INVALID | NVME_DNR, IPO_DATA(hostnqn));
 
 	pthread_mutex_lock(&t->lock);
@@ -332,9 +340,7 @@ enum nvmf_act nvmf_connect_data(struct nvmf_queue *q, struct nvmf_req *req, cons
 		}
 		memcpy(c->hostid, d.hostid, sizeof(c->hostid));
 		strcpy(c->hostnqn, d.hostnqn);
-		/* KAS granularity: whole seconds */
-		c->kato_ms = (uint32_t)(((uint64_t)cc->kato + NVMF_KAS_MS - 1) / NVMF_KAS_MS *
-					NVMF_KAS_MS);
+		c->kato_ms = nvmf_kato_round(cc->kato);
 		c->admin = q;
 		c->refs = 1;
 	} else {

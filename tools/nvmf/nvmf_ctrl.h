@@ -368,6 +368,9 @@ struct nvmf_req {
 	uint8_t lbads;
 	uint64_t arg;
 };
+static_assert(sizeof(struct nvmf_xfer) == 24, "nvmf_xfer");
+static_assert(sizeof(struct nvmf_io) == 40, "nvmf_io");
+static_assert(sizeof(struct nvmf_req) == 160, "nvmf_req: a few per queue slot, keep it small");
 
 /**
  * nvmf_queue_submit - a capsule arrived on @q.

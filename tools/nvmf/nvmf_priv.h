@@ -215,6 +215,14 @@ enum nvmf_act nvmf_connect_data(struct nvmf_queue *q, struct nvmf_req *req, cons
 struct nvmf_ns *nvmf_ns_get(struct nvmf_subsys *s, uint32_t nsid);
 
 /**
+ * nvmf_kato_round - a KATO rounded up to the KAS granularity (1 s), clamped.
+ * @kato: milliseconds, from Connect or Set Features.
+ *
+ * Return: milliseconds, a multiple of NVMF_KAS_MS.
+ */
+uint32_t nvmf_kato_round(uint32_t kato);
+
+/**
  * nvmf_post_event_locked - queue an asynchronous event for @c and wake its
  * admin queue's worker. t->lock held.
  * @c: the controller.
