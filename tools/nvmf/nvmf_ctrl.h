@@ -50,6 +50,52 @@
  *   answer an action the same way. Every path ends in COMPLETE (or CLOSE):
  *   the command then leaves the queue and its req may be reused.
  *
+ * Statuses (all validation failures carry DNR; the first failing check wins)
+ *   every command   capsule < 64 bytes or > 64 + in-capsule size, in-capsule
+ *                   data that did not arrive, more than sqsize + 1 in flight,
+ *                   a dead controller: CLOSE.
+ *                   FUSE set or PSDT not 01b: Invalid Field.
+ *   before Connect  anything but Connect: Command Sequence Error.
+ *   SGL             not keyed (subtype 0h/Fh) nor data block (subtype 1h):
+ *                   SGL Descriptor Type Invalid; in-capsule offset past the
+ *                   in-capsule size: SGL Offset Invalid; its end past it, or
+ *                   any length other than the command's transfer: Data SGL
+ *                   Length Invalid; in-capsule data for controller-to-host:
+ *                   Invalid Field.
+ *   Connect         RECFMT != 0: Connect Incompatible Format. Invalid
+ *                   Parameters with DW0 = IATTR << 16 | IPO for: QID other
+ *                   than the rdma_cm one (SQE 42), SQSIZE 0, above MQES (I/O)
+ *                   or 31 (admin) or other than hsqsize (SQE 44), reserved
+ *                   CATTR bits (SQE 46), unknown/unterminated SUBNQN (data
+ *                   256), empty/long HOSTNQN (data 512), admin CNTLID not
+ *                   FFFFh or I/O CNTLID not a live controller of that host
+ *                   (data 16), HOSTID not the controller's (data 0).
+ *                   I/O queue: controller not ready or QID connected
+ *                   already: Command Sequence Error; QID above the queues
+ *                   granted (Number of Queues; before Set Features all of
+ *                   max_io_queues): Invalid Queue Identifier (IPO SQE 42).
+ *                   No free controller: Connect Controller Busy (no DNR).
+ *                   A second Connect on a queue: Command Sequence Error.
+ *   Property Get/Set  only CAP (8 bytes), VS, CC, CSTS (4 bytes); Set only
+ *                   CC, no reserved bits: else Invalid Field. On an I/O
+ *                   queue, and other Fabrics types: Invalid Opcode.
+ *   admin           opcodes other than Identify, Get Log Page, Set/Get
+ *                   Features, AER, Keep Alive, Abort: Invalid Opcode; before
+ *                   CSTS.RDY: Command Sequence Error; bad NSID: Invalid
+ *                   Namespace or Format; unsupported CNS/LID/FID/SEL, bad
+ *                   log offset, transfer above MDTS: Invalid Field; SV set:
+ *                   Feature Not Saveable; NSID on a controller feature:
+ *                   Feature Not Namespace Specific; Number of Queues with
+ *                   I/O queues present: Command Sequence Error; an AER
+ *                   beyond the limit: Asynchronous Event Request Limit
+ *                   Exceeded.
+ *   I/O             see nvmf_io.c: Invalid Opcode, Command Sequence Error,
+ *                   SGL statuses, Invalid Namespace or Format, Invalid Field
+ *                   (DTYPE, MDTS), LBA Out of Range, Data SGL Length Invalid.
+ *                   Backend errors: Unrecovered Read Error / Write Fault,
+ *                   Data Transfer Error, Capacity Exceeded, Internal Error
+ *                   (no DNR).
+ *
  * Threads
  *   A queue and its reqs belong to one worker thread: only that thread calls
  *   nvmf_queue_*() and nvmf_req_*() on them. Controller-wide state (the
