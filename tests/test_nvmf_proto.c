@@ -94,13 +94,14 @@ static void bad_depth(struct nvmf_tgt_config *c) { c->max_queue_depth = 1; }
 static void bad_aerl(struct nvmf_tgt_config *c) { c->aer_limit = NVMF_AER_MAX + 1; }
 static void bad_serial(struct nvmf_tgt_config *c) { c->serial = "123456789012345678901"; }
 static void bad_adrfam(struct nvmf_tgt_config *c) { c->adrfam = 3; }
+static void bad_model(struct nvmf_tgt_config *c) { c->model = "caf\xc3\xa9"; }
 static void no_ns(struct nvmf_tgt_config *c) { c->nr_ns = 0; }
 
 START_TEST(test_config)
 {
 	void (*bad[])(struct nvmf_tgt_config *) = {bad_nqn,   bad_bs,	 bad_mdts,   big_mdts,
 						   bad_icd,   bad_depth, bad_aerl,   bad_serial,
-						   bad_adrfam, no_ns};
+						   bad_adrfam, no_ns,	  bad_model};
 	struct nvmf_tgt_config cfg;
 
 	ck_assert_uint_eq(nvmf_tgt_in_capsule(t), T_ICD);

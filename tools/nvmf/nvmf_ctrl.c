@@ -12,9 +12,17 @@
 
 /* ---- the target ----------------------------------------------------------- */
 
+/* non-empty, at most @max bytes, printable ASCII (SN, MN, FR, TRADDR are ASCII fields) */
 static bool str_fits(const char *s, size_t max)
 {
-	return s && s[0] && strnlen(s, max + 1) <= max;
+	size_t n;
+
+	if (!s || !s[0] || (n = strnlen(s, max + 1)) > max)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (s[i] < 0x20 || s[i] > 0x7e)
+			return false;
+	return true;
 }
 
 /* A stable NGUID for a namespace that has none: FNV-1a of NQN and NSID, twice. */
@@ -35,8 +43,8 @@ static int cfg_check(const struct nvmf_tgt_config *cfg)
 {
 	if (!str_fits(cfg->subnqn, NVMF_NQN_MAX) || !strcmp(cfg->subnqn, NVME_DISC_NQN))
 		return -EINVAL;
-	if ((cfg->serial && strlen(cfg->serial) > 20) || (cfg->model && strlen(cfg->model) > 40) ||
-	    (cfg->firmware && strlen(cfg->firmware) > 8))
+	if ((cfg->serial && !str_fits(cfg->serial, 20)) || (cfg->model && !str_fits(cfg->model, 40)) ||
+	    (cfg->firmware && !str_fits(cfg->firmware, 8)))
 		return -EINVAL;
 	if (!cfg->ns || cfg->nr_ns < 1 || cfg->nr_ns > NVMF_MAX_NS)
 		return -EINVAL;

@@ -50,6 +50,20 @@
  *   answer an action the same way. Every path ends in COMPLETE (or CLOSE):
  *   the command then leaves the queue and its req may be reused.
  *
+ * What the transport owes the core
+ *   - Accept a connection only after nvmf_cm_request() says so, with its
+ *     accept private data; post hsqsize + 1 receives of 64 + in-capsule
+ *     bytes (nvmf_tgt_in_capsule()); at most hrqsize responses in flight.
+ *   - One req per received capsule; keep the capsule's buffer until the
+ *     command completes when the action reads in-capsule data (WRITE,
+ *     FETCH from the capsule), otherwise it may be reposted at once.
+ *   - RDMA READ / WRITE exactly (xfer.addr, xfer.key, xfer.len); send the
+ *     CQE with Invalidate of xfer.key when xfer.invalidate (else the host
+ *     invalidates itself).
+ *   - Close a queue on CLOSE, on nvmf_queue_dead(), on a transfer error;
+ *     then nvmf_queue_destroy() once no backend operation of it is pending.
+ *   - Drive nvmf_tgt_keepalive() with a monotonic clock (every second).
+ *
  * Statuses (all validation failures carry DNR; the first failing check wins)
  *   every command   capsule < 64 bytes or > 64 + in-capsule size, in-capsule
  *                   data that did not arrive, more than sqsize + 1 in flight,
