@@ -64,6 +64,13 @@
  *     then nvmf_queue_destroy() once no backend operation of it is pending.
  *   - Drive nvmf_tgt_keepalive() with a monotonic clock (every second).
  *
+ * Reserved and unused fields are ignored, as the specification lets a
+ * controller do, except where a status below names them (CC's reserved
+ * bits, CATTR's, PSDT and FUSE). Ignored: MPTR; Identify's CNTID and CSI;
+ * Get Log Page's LSP, LSI, UUID index and CSI; Read/Write's LR, PRINFO
+ * (no namespace has protection information), DSM hints, tags; the NSID of
+ * Keep Alive, AER and Abort; the cntlid of the rdma_cm request.
+ *
  * Statuses (all validation failures carry DNR; the first failing check wins)
  *   every command   capsule < 64 bytes or > 64 + in-capsule size, in-capsule
  *                   data that did not arrive, more than sqsize + 1 in flight,
