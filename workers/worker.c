@@ -486,13 +486,6 @@ static bool worker_has_input(struct pc_worker *w)
 }
 
 /*
- * Hybrid idle: arm the CQ, re-check everything (a completion or a submission
- * may have raced with us), then sleep on the completion channel and the
- * eventfd. Nothing is lost: completions that arrived before the arm are
- * found by the re-poll, later ones raise the event; submitters write the
- * eventfd when they see `sleeping` (Dekker pair with worker_wake()).
- */
-/*
  * One ibv_poll_cq(); a failure is counted every time and said once (it
  * would repeat on every turn), and reads as an empty poll.
  */
@@ -511,6 +504,13 @@ static pc_always_inline int worker_poll(struct pc_worker *w, int batch)
 	return n;
 }
 
+/*
+ * Hybrid idle: arm the CQ, re-check everything (a completion or a submission
+ * may have raced with us), then sleep on the completion channel and the
+ * eventfd. Nothing is lost: completions that arrived before the arm are
+ * found by the re-poll, later ones raise the event; submitters write the
+ * eventfd when they see `sleeping` (Dekker pair with worker_wake()).
+ */
 static void worker_sleep(struct pc_worker *w)
 {
 	struct pollfd pfd[2 + PC_WORKER_MAX_POLLERS] = { { .fd = w->ch->fd, .events = POLLIN },
