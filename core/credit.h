@@ -33,8 +33,6 @@
 
 #include <pollcore/common.h>
 
-/* Receive buffers a raw peer's own receive queue holds (at most). */
-#define CREDIT_RAW_RQ_DEPTH 16u
 
 /**
  * credit_target - the window of each credited connection now.
@@ -159,6 +157,7 @@ struct credit_limits {
 struct credit_load {
 	uint32_t conns;		/* credited and raw */
 	uint32_t raw;		/* raw connections */
+	uint32_t raw_taken;	/* raw_bufs their receive queues hold (their depths) */
 	/*
 	 * SRQ buffers committed (the worker's count, read when deciding):
 	 * over its credited connections max(outstanding, min_window), plus
@@ -187,20 +186,20 @@ static inline uint64_t cq_reserved(const struct credit_limits *l, uint32_t conns
  * credit_admit - may one more connection (raw or credited) join a worker?
  * @l: the worker's limits.
  * @now: what it holds.
- * @raw: the newcomer is a raw peer (its own receive queue of
- *       CREDIT_RAW_RQ_DEPTH buffers, no credits).
+ * @raw_depth: 0 for a credited newcomer; for a raw one (its own receive
+ *             queue, no credits), the raw_bufs its queue needs.
  *
  * Return: CREDIT_ADMIT or the first limit that refuses it.
  */
 static inline enum credit_verdict credit_admit(const struct credit_limits *l,
-					       const struct credit_load *now, bool raw)
+					       const struct credit_load *now, uint32_t raw_depth)
 {
 	uint32_t credited = now->conns - now->raw;
+	bool raw = raw_depth > 0;
 
 	if (now->conns >= l->max_conns)
 		return CREDIT_NO_CONNS;
-	if (raw && (!l->raw_bufs || (uint64_t)(now->raw + 1) *
-				   PC_MIN(CREDIT_RAW_RQ_DEPTH, l->raw_bufs) > l->raw_bufs))
+	if (raw && (uint64_t)now->raw_taken + raw_depth > l->raw_bufs)
 		return CREDIT_NO_RAW;
 	if (!raw && (uint64_t)(credited + 1) * l->min_window > l->srq_depth)
 		return CREDIT_NO_BUFS;

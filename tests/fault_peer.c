@@ -120,7 +120,7 @@ static int post_recv(struct fpeer *p, uint32_t slot)
 }
 
 /* PD, CQ, QP, the slots and the credit word, on the device the route resolved to. */
-static int setup_qp(struct fpeer *p, uint32_t slot_size, uint32_t nrecv, bool post)
+static int setup_qp(struct fpeer *p, uint32_t slot_size, uint32_t nrecv, bool post, int access)
 {
 	struct ibv_qp_init_attr attr = {
 		.qp_type = IBV_QPT_RC,
@@ -149,7 +149,7 @@ static int setup_qp(struct fpeer *p, uint32_t slot_size, uint32_t nrecv, bool po
 	if (!p->mem)
 		return fail(p, ENOMEM, "aligned_alloc");
 	memset(p->mem, 0, len);
-	p->mr = ibv_reg_mr(p->pd, p->mem, len, IBV_ACCESS_LOCAL_WRITE);
+	p->mr = ibv_reg_mr(p->pd, p->mem, len, IBV_ACCESS_LOCAL_WRITE | access);
 	if (!p->mr)
 		return fail(p, errno, "ibv_reg_mr");
 	p->credit_word = aligned_alloc(64, 64);
@@ -174,14 +174,14 @@ int fpeer_connect(struct fpeer *p, const char *addr, uint16_t port, const struct
 	struct wire_cm_priv priv;
 	struct ibv_qp_attr qa;
 	struct ibv_qp_init_attr qia;
-	struct rdma_cm_event ev;
+	struct rdma_cm_event ev = { 0 };
 	uint8_t pd[64];
 	int ret;
 
 	ret = resolve(p, addr, port, ms);
 	if (!ret)
 		ret = setup_qp(p, o->slot_size ? o->slot_size : 8256, o->nrecv ? o->nrecv : NRECV,
-			       !o->no_recv);
+			       !o->no_recv, o->remote_write ? IBV_ACCESS_REMOTE_WRITE : 0);
 	if (ret)
 		return ret;
 	if (o->priv == FPEER_POLLCORE) {
@@ -203,6 +203,10 @@ int fpeer_connect(struct fpeer *p, const char *addr, uint16_t port, const struct
 	if (rdma_connect(p->id, &param))
 		return fail(p, errno, "rdma_connect");
 	ret = expect_event(p, RDMA_CM_EVENT_ESTABLISHED, ms, &ev, pd);
+	if (ev.param.conn.private_data && (ret == 0 || ev.event == RDMA_CM_EVENT_REJECTED)) {
+		p->cm_data_len = ev.param.conn.private_data_len;
+		memcpy(p->cm_data, ev.param.conn.private_data, p->cm_data_len);
+	}
 	if (ret)
 		return ret;
 	p->established = true;
@@ -287,6 +291,9 @@ unsigned int fpeer_poll(struct fpeer *p, int ms)
 					continue;	/* flushed: the QP is gone */
 				p->recvs++;
 				p->recv_bytes += wc[i].byte_len;
+				if (p->on_recv)
+					p->on_recv(p, p->mem + wc[i].wr_id * p->slot_size,
+						   wc[i].byte_len);
 				post_recv(p, (uint32_t)wc[i].wr_id);
 				continue;
 			}
@@ -409,7 +416,7 @@ int fpeer_abandon(const char *addr, uint16_t port, enum fpeer_abandon how, int t
 	}
 	ret = resolve(&p, addr, port, timeout_ms);
 	if (!ret && how == FPEER_AFTER_CONNECT) {
-		ret = setup_qp(&p, 128, NRECV, true);
+		ret = setup_qp(&p, 128, NRECV, true, 0);
 		if (!ret) {
 			priv = (struct wire_cm_priv){ .magic = PC_CM_MAGIC, .credits = 8,
 						      .credit_addr = (uintptr_t)p.credit_word,

@@ -34,6 +34,12 @@ struct fpeer {
 	volatile uint64_t *credit_word;
 	struct wire_cm_priv srv;	/* the server's private data (srv_pollcore) */
 	bool srv_pollcore;
+	/* the private data of the accept (ESTABLISHED) or the reject (REJECTED), up to 64 bytes */
+	uint8_t cm_data[64];
+	uint8_t cm_data_len;
+	/* each receive's bytes, before the slot is posted again (fpeer_poll()) */
+	void (*on_recv)(struct fpeer *p, const uint8_t *data, uint32_t len);
+	void *arg;
 	uint32_t srv_qpn;		/* the server's QP: its DOWN is found by this */
 	bool established;
 	bool disconnected;		/* RDMA_CM_EVENT_DISCONNECTED seen */
@@ -58,6 +64,7 @@ struct fpeer_opts {
 	uint32_t slot_size;		/* bytes per send and receive slot; 0: 8256 */
 	uint32_t nrecv;			/* receives posted (and reposted by fpeer_poll()); 0: 128 */
 	bool no_recv;			/* post none: whatever the server sends meets RNR */
+	bool remote_write;		/* the slots' MR also grants REMOTE_WRITE (p->mr->rkey) */
 	int timeout_ms;			/* 0: 10000 */
 };
 

@@ -54,41 +54,41 @@ START_TEST(test_admit)
 				   .max_conns = 1024, .cqe = 32767, .sq_depth = 256 };
 	struct credit_load now = { 0 };
 
-	ck_assert_int_eq(credit_admit(&l, &now, false), CREDIT_ADMIT);
+	ck_assert_int_eq(credit_admit(&l, &now, 0), CREDIT_ADMIT);
 	/* raw peers only when the application set buffers aside for them */
-	ck_assert_int_eq(credit_admit(&l, &now, true), CREDIT_NO_RAW);
+	ck_assert_int_eq(credit_admit(&l, &now, 1), CREDIT_NO_RAW);
 	now.conns = 999;
-	ck_assert_int_eq(credit_admit(&l, &now, false), CREDIT_ADMIT);	/* the 1,000th */
+	ck_assert_int_eq(credit_admit(&l, &now, 0), CREDIT_ADMIT);	/* the 1,000th */
 	now.conns = 1023;
-	ck_assert_int_eq(credit_admit(&l, &now, false), CREDIT_ADMIT);
+	ck_assert_int_eq(credit_admit(&l, &now, 0), CREDIT_ADMIT);
 	now.conns = 1024;
-	ck_assert_int_eq(credit_admit(&l, &now, false), CREDIT_NO_CONNS);
+	ck_assert_int_eq(credit_admit(&l, &now, 0), CREDIT_NO_CONNS);
 	/* the floor: 16 buffers, floor 4 -> 4 connections */
 	l = (struct credit_limits){ .srq_depth = 16, .min_window = 4, .max_conns = 1024,
 				    .cqe = 32767, .sq_depth = 256 };
 	now = (struct credit_load){ .conns = 3 };
-	ck_assert_int_eq(credit_admit(&l, &now, false), CREDIT_ADMIT);
+	ck_assert_int_eq(credit_admit(&l, &now, 0), CREDIT_ADMIT);
 	now.conns = 4;
-	ck_assert_int_eq(credit_admit(&l, &now, false), CREDIT_NO_BUFS);
+	ck_assert_int_eq(credit_admit(&l, &now, 0), CREDIT_NO_BUFS);
 	/* raw peers are not counted against the floor, but against their own buffers */
 	l.raw_bufs = 32;
-	now = (struct credit_load){ .conns = 5, .raw = 1 };
-	ck_assert_int_eq(credit_admit(&l, &now, false), CREDIT_NO_BUFS);
-	ck_assert_int_eq(credit_admit(&l, &now, true), CREDIT_ADMIT);
-	now = (struct credit_load){ .conns = 2, .raw = 2 };
-	ck_assert_int_eq(credit_admit(&l, &now, true), CREDIT_NO_RAW);
-	l.raw_bufs = 8;	/* fewer than one queue's depth: one raw peer gets them all */
-	now = (struct credit_load){ 0 };
-	ck_assert_int_eq(credit_admit(&l, &now, true), CREDIT_ADMIT);
-	now = (struct credit_load){ .conns = 1, .raw = 1 };
-	ck_assert_int_eq(credit_admit(&l, &now, true), CREDIT_NO_RAW);
+	now = (struct credit_load){ .conns = 5, .raw = 1, .raw_taken = 16 };
+	ck_assert_int_eq(credit_admit(&l, &now, 0), CREDIT_NO_BUFS);
+	ck_assert_int_eq(credit_admit(&l, &now, 16), CREDIT_ADMIT);	/* exactly full */
+	ck_assert_int_eq(credit_admit(&l, &now, 17), CREDIT_NO_RAW);
+	/* depths differ per connection: what is taken counts, not how many */
+	now = (struct credit_load){ .conns = 2, .raw = 2, .raw_taken = 31 };
+	ck_assert_int_eq(credit_admit(&l, &now, 1), CREDIT_ADMIT);
+	ck_assert_int_eq(credit_admit(&l, &now, 2), CREDIT_NO_RAW);
+	now = (struct credit_load){ .conns = 1, .raw = 1, .raw_taken = 32 };
+	ck_assert_int_eq(credit_admit(&l, &now, 1), CREDIT_NO_RAW);
 	/* the CQ: receives + markers + one full send queue must fit */
 	l = (struct credit_limits){ .srq_depth = 1024, .min_window = 1, .max_conns = 100000,
 				    .cqe = 1024 + 10 + 256, .sq_depth = 256 };
 	now = (struct credit_load){ .conns = 9 };
-	ck_assert_int_eq(credit_admit(&l, &now, false), CREDIT_ADMIT);
+	ck_assert_int_eq(credit_admit(&l, &now, 0), CREDIT_ADMIT);
 	now.conns = 10;
-	ck_assert_int_eq(credit_admit(&l, &now, false), CREDIT_NO_CQ);
+	ck_assert_int_eq(credit_admit(&l, &now, 0), CREDIT_NO_CQ);
 	/*
 	 * The floor must be free now: 2 connections of 64 buffers, one of them
 	 * idle on the 63 credits it earned, the other at its floor of 1.
@@ -96,13 +96,13 @@ START_TEST(test_admit)
 	l = (struct credit_limits){ .srq_depth = 64, .min_window = 1, .max_conns = 1024,
 				    .cqe = 32767, .sq_depth = 256 };
 	now = (struct credit_load){ .conns = 2, .committed = 64 };
-	ck_assert_int_eq(credit_admit(&l, &now, false), CREDIT_NO_FLOOR);
+	ck_assert_int_eq(credit_admit(&l, &now, 0), CREDIT_NO_FLOOR);
 	now.committed = 63;
-	ck_assert_int_eq(credit_admit(&l, &now, false), CREDIT_ADMIT);
+	ck_assert_int_eq(credit_admit(&l, &now, 0), CREDIT_ADMIT);
 	/* raw peers take no credit */
 	l.raw_bufs = 16;
 	now.committed = 64;
-	ck_assert_int_eq(credit_admit(&l, &now, true), CREDIT_ADMIT);
+	ck_assert_int_eq(credit_admit(&l, &now, 1), CREDIT_ADMIT);
 }
 END_TEST
 
@@ -231,7 +231,7 @@ static void simulate(const struct sim_cfg *cfg)
 		if (op < 3 && !x->live && !x->closing) {
 			struct credit_load load = { .conns = attached,
 						    .committed = credits_out + deficit };
-			enum credit_verdict v = credit_admit(&l, &load, false);
+			enum credit_verdict v = credit_admit(&l, &load, 0);
 
 			if (v == CREDIT_NO_FLOOR)
 				refused_floor++;

@@ -3,7 +3,7 @@
  * pollcore-echo - an echo RPC server and a checking, measuring client.
  *
  *   pollcore-echo server [--bind ADDR] [--port P] [--workers N] [--max-size S] [--no-numa]
- *                        [--busy | --hybrid] [--corrupt-every K]
+ *                        [--busy | --hybrid] [--corrupt-every K] [--raw-depth D]
  *   pollcore-echo client ADDR [--port P] [--count N] [--size S] [--connections C]
  *                             [--window W] [--workers N] [--no-numa] [--busy | --hybrid]
  *
@@ -13,8 +13,12 @@
  *
  * The server runs in handler mode and echoes every message verbatim on the
  * worker that received it: a request with pc_reply(), anything else with
- * pc_send() of the same buffer. Raw peers (rdmacm-utils' rdma_client) arrive
- * as one-way messages without a header, so they get their bytes back too.
+ * pc_send() of the same buffer. Raw peers (rdmacm-utils' rdma_client, or any
+ * verbs client that sends no pollcore private data) get their bytes back
+ * too, copied into a send buffer: each has a receive queue of D buffers
+ * (--raw-depth, default 128; 0 refuses raw peers), 4 such peers per worker,
+ * and a receive is posted again before its echo leaves, so a raw client
+ * with up to D messages in flight never meets RNR.
  * SIGINT or SIGTERM stops it, prints the workers' counters and exits 0.
  * --corrupt-every K (for testing clients) flips the last byte of every Kth echo.
  *
@@ -41,6 +45,7 @@
 #include "cli.h"
 
 #define PROG	     "pollcore-echo"
+#define DEFAULT_RAW_DEPTH 128u
 #define DEFAULT_PORT 7471
 #define MAX_MSG	     (1u << 20)
 /*
@@ -56,12 +61,12 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: " PROG
 		" server [--bind ADDR] [--port P] [--workers N] [--max-size S] [--no-numa]\n"
-		"                            [--busy | --hybrid] [--corrupt-every K]\n"
+		"                            [--busy | --hybrid] [--corrupt-every K] [--raw-depth D]\n"
 		"       " PROG " client ADDR [--port P] [--count N] [--size S] [--connections C]\n"
 		"                            [--window W] [--workers N] [--no-numa] [--busy | --hybrid]\n"
-		"defaults: port %d, workers 1, max-size 4096; client: count 10000 per connection,\n"
-		"size 64, connections 1, window 16 (at most 64)\n",
-		DEFAULT_PORT);
+		"defaults: port %d, workers 1, max-size 4096, raw-depth %u; client: count 10000 per\n"
+		"connection, size 64, connections 1, window 16 (at most 64)\n",
+		DEFAULT_PORT, DEFAULT_RAW_DEPTH);
 }
 
 #define bad_usage(...) cli_bad_usage(PROG, usage, __VA_ARGS__)
@@ -108,6 +113,8 @@ static uint32_t bufs_for(uint32_t size, uint32_t floor)
 
 struct server {
 	uint32_t corrupt_every;
+	uint32_t raw_depth;
+	char raw_tag;		/* pc_conn_user() of a raw peer's connection */
 	atomic_ulong msgs;
 	atomic_ulong bytes;
 	atomic_ulong errors;
@@ -134,6 +141,49 @@ static void srv_on_conn(struct pc_conn *conn, enum pc_conn_event ev, void *arg)
 	fflush(stdout);
 }
 
+/* Control thread: a raw peer gets its own receive queue of raw_depth buffers. */
+static int srv_on_request(struct pc_conn_request *req, void *arg)
+{
+	struct server *s = arg;
+
+	if (req->max_recv_depth < s->raw_depth)
+		return -EBUSY;
+	req->recv_depth = s->raw_depth;
+	req->user = &s->raw_tag;
+	return 0;
+}
+
+/*
+ * A raw peer's echo leaves in a send buffer, the received one given back
+ * first: its receive is posted again before the echo goes.
+ */
+static void srv_echo_raw(struct server *s, struct pc_msg *m)
+{
+	struct pc_msg *a = pc_msg_alloc(m->conn);
+	int ret;
+
+	if (pc_unlikely(!a)) {
+		if (atomic_fetch_add_explicit(&s->errors, 1, memory_order_relaxed) < 10)
+			fprintf(stderr, PROG " server: no send buffer for a raw echo: %s\n",
+				pc_last_error());
+		pc_msg_release(m);
+		return;
+	}
+	memcpy(a->data, m->data, m->len);
+	a->len = m->len;
+	pc_msg_release(m);
+	ret = pc_send(a);
+	if (pc_likely(!ret)) {
+		atomic_fetch_add_explicit(&s->msgs, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&s->bytes, a->len, memory_order_relaxed);
+	} else if (atomic_fetch_add_explicit(&s->errors, 1, memory_order_relaxed) < 10 &&
+		   ret != -ENOTCONN) {
+		fprintf(stderr, PROG " server: raw echo failed: %s\n", pc_last_error());
+	}
+	if (ret && ret != -ENOTCONN)
+		pc_msg_release(a);
+}
+
 /* On the worker: the received buffer goes straight back, unchanged. */
 static void srv_on_msg(struct pc_msg *m, void *arg)
 {
@@ -141,6 +191,10 @@ static void srv_on_msg(struct pc_msg *m, void *arg)
 	uint32_t len = m->len;
 	int ret;
 
+	if (pc_unlikely(pc_conn_user(m->conn) == &s->raw_tag)) {
+		srv_echo_raw(s, m);
+		return;
+	}
 	if (pc_unlikely(s->corrupt_every) && len &&
 	    atomic_load_explicit(&s->msgs, memory_order_relaxed) % s->corrupt_every ==
 		s->corrupt_every - 1)
@@ -169,18 +223,19 @@ static int run_server(int argc, char **argv)
 	    {"corrupt-every", required_argument, NULL, 'C'},
 	    {"hybrid", no_argument, NULL, 'H'},
 	    {"busy", no_argument, NULL, 'B'},
+	    {"raw-depth", required_argument, NULL, 'R'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
 	uint32_t port = DEFAULT_PORT, workers = 1, max_size = 4096;
 	struct pc_engine_params p = {0};
 	const char *bind = NULL;
-	struct server s = {0};
+	struct server s = { .raw_depth = DEFAULT_RAW_DEPTH };
 	struct pc_engine *e;
 	sigset_t sigs;
 	int c, sig;
 
-	while ((c = getopt_long(argc, argv, "b:p:w:m:NC:HBh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "b:p:w:m:NC:HBR:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'b':
 			bind = optarg;
@@ -210,6 +265,10 @@ static int run_server(int argc, char **argv)
 			if (parse_u32("--corrupt-every", optarg, 1, UINT32_MAX, &s.corrupt_every))
 				return 2;
 			break;
+		case 'R':
+			if (parse_u32("--raw-depth", optarg, 0, 1024, &s.raw_depth))
+				return 2;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -229,9 +288,12 @@ static int run_server(int argc, char **argv)
 	p.workers_per_device = workers;
 	p.msg_size = max_size;
 	p.rx_bufs = bufs_for(max_size, 256);
-	p.tx_bufs = 64; /* echoes travel in the received buffers */
-	/* raw peers (rdmacm-utils) welcome: 4 at a time per worker, on their own queues */
-	p.raw_bufs = 64;
+	/* echoes travel in the received buffers; raw peers' in send buffers */
+	p.tx_bufs = 64 + 4 * s.raw_depth;
+	/* raw peers welcome: 4 at a time per worker, on their own queues */
+	p.raw_bufs = 4 * s.raw_depth;
+	p.rx_bufs += p.raw_bufs;
+	p.on_request = s.raw_depth ? srv_on_request : NULL;
 	p.on_conn = srv_on_conn;
 	p.on_msg = srv_on_msg;
 	p.arg = &s;

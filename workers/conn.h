@@ -181,6 +181,7 @@ enum ctl_kind {
 	CTL_CONNECT,	/* app -> control: create the id and connect (pc_connect) */
 	CTL_CLOSE_REQ,	/* app/worker -> control: please close this connection */
 	CTL_RETIRE,	/* worker -> control: drained and unheld; destroy */
+	CTL_ACCEPT,	/* worker -> control: a raw conn's receives are posted; accept */
 	CTL_MAX,
 };
 
@@ -294,6 +295,8 @@ struct conn {
 	struct wr_ctx *early_head, **early_tail; /* received before UP, delivered after it */
 	uint64_t grant_due;	/* 0, or when (stats_ticks()) a grant no message carried goes by WRITE */
 	uint32_t rq_posted;	/* raw peer: receives posted on its own queue */
+	uint32_t rq_depth;	/* raw peer: its queue's depth (on_request) */
+	uint32_t rq_size;	/* raw peer: bytes per receive */
 	uint64_t peer_credit_addr;
 	uint32_t peer_credit_rkey;
 	/* rpc: the ids of the requests sent and not yet answered (core/reqset.h) */
@@ -347,6 +350,13 @@ struct conn {
 	struct wire_cm_priv peer_priv;	/* what the peer said, applied by conn_apply_peer() */
 	bool peer_raw;
 	int want_worker;
+	/* passive side, control thread: what rdma_accept() answers (conn_accept()) */
+	uint8_t acc_initiator_depth, acc_responder_resources;
+	uint8_t acc_len;
+	uint8_t acc_data[PC_ACCEPT_DATA_MAX];
+	/* raw peer: its connect request's private data (pc_conn_info()); set before attach */
+	uint8_t peer_data_len;
+	uint8_t peer_data[PC_CONNECT_DATA_MAX];
 	/*
 	 * Active side, until answered: the worker (UP) and the control thread
 	 * (failure, deadline) race to answer; whoever exchanges it to NULL

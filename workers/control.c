@@ -48,7 +48,7 @@ static void cm_fill_priv(struct conn *c, struct wire_cm_priv *priv)
 /* --- choosing a worker ------------------------------------------------------------ */
 
 /* Says why @w cannot take one more connection (set_error), naming the numbers. */
-static int refusal(struct pc_worker *w, enum credit_verdict v, bool raw)
+static int refusal(struct pc_worker *w, enum credit_verdict v, uint32_t raw_depth)
 {
 	const struct credit_limits *l = &w->lim;
 	const struct credit_load *a = &w->adm;
@@ -72,15 +72,15 @@ static int refusal(struct pc_worker *w, enum credit_verdict v, bool raw)
 		if (!l->raw_bufs)
 			return set_error(-EBUSY, "%s port %u %s: a raw peer (no pollcore private data) "
 					    "and raw_bufs is 0", dev, port, w->name);
-		return set_error(-EBUSY, "%s port %u %s: %u raw peers hold its %u raw_bufs", dev,
-				    port, w->name, a->raw, l->raw_bufs);
+		return set_error(-EBUSY, "%s port %u %s: %u raw connections hold %u of its %u "
+				    "raw_bufs; %u more asked", dev, port, w->name, a->raw,
+				    a->raw_taken, l->raw_bufs, raw_depth);
 	case CREDIT_NO_CQ:
 		return set_error(-EBUSY, "%s port %u %s: its CQ of %u entries cannot also hold %u "
 				    "receives, %u connections' drain markers and %u sends", dev, port,
 				    w->name, l->cqe, l->srq_depth + l->raw_bufs, a->conns + 1,
 				    l->sq_depth);
 	default:
-		(void)raw;
 		return 0;
 	}
 }
@@ -91,7 +91,7 @@ static int refusal(struct pc_worker *w, enum credit_verdict v, bool raw)
  * saying why when none can. Control thread.
  */
 static struct pc_worker *pick_worker(struct pc_engine *e, struct ibv_context *ctx, int want,
-				     bool raw)
+				     uint32_t raw_depth)
 {
 	struct pc_worker *best = NULL, *refused = NULL;
 	enum credit_verdict why = CREDIT_ADMIT;
@@ -107,7 +107,7 @@ static struct pc_worker *pick_worker(struct pc_engine *e, struct ibv_context *ct
 			continue;
 		/* what the worker's conns commit, and the floors admitted before it attached them */
 		w->adm.committed = __atomic_load_n(&w->adm_taken, __ATOMIC_RELAXED);
-		v = credit_admit(&w->lim, &w->adm, raw);
+		v = credit_admit(&w->lim, &w->adm, raw_depth);
 		if (v != CREDIT_ADMIT) {
 			if (!refused) {
 				refused = w;
@@ -121,7 +121,7 @@ static struct pc_worker *pick_worker(struct pc_engine *e, struct ibv_context *ct
 		}
 	}
 	if (!best && refused)
-		refusal(refused, why, raw);
+		refusal(refused, why, raw_depth);
 	else if (!best && engine_dev_gone(e, ctx))
 		set_error(-ENODEV, "%s: this device was removed while the engine ran; the engine "
 			     "no longer uses it (a new engine will)", engine_dev_gone(e, ctx));
@@ -157,7 +157,7 @@ static int adm_reserve(struct pc_worker *w)
 	do {
 		if ((uint64_t)cur + mw > w->lim.srq_depth) {
 			w->adm.committed = cur;
-			return refusal(w, CREDIT_NO_FLOOR, false);
+			return refusal(w, CREDIT_NO_FLOOR, 0);
 		}
 	} while (!__atomic_compare_exchange_n(&w->adm_taken, &cur, cur + mw, true,
 					      __ATOMIC_RELAXED, __ATOMIC_RELAXED));
@@ -183,6 +183,7 @@ static int conn_attach(struct pc_engine *e, struct conn *c, struct pc_worker *w)
 	/* admitted: counted until retired (conn_retire()) */
 	w->adm.conns++;
 	w->adm.raw += c->raw;
+	w->adm.raw_taken += c->raw ? c->rq_depth : 0;
 	c->app_slot = w->next_slot++ % (w->nchans ? w->nchans : 1);
 	conn_table_add(e->conns, c);
 	atomic_fetch_add(&e->live_conns, 1);
@@ -253,6 +254,7 @@ static void conn_retire(struct pc_engine *e, struct conn *c)
 	c->closing = true;
 	c->w->adm.conns--;
 	c->w->adm.raw -= c->raw;
+	c->w->adm.raw_taken -= c->raw ? c->rq_depth : 0;
 	conn_table_del(e->conns, c);
 	connecting_del(e, c);
 	conn_connect_done(c, c->close_err ? c->close_err : -ECONNRESET);
@@ -280,14 +282,118 @@ static void reject(struct rdma_cm_id *id)
 	rdma_reject(id, &rej, sizeof(rej));
 }
 
+/* The peer's numeric address, for on_request() and the log. */
+static void peer_name(struct rdma_cm_id *id, char *buf, size_t len)
+{
+	struct sockaddr *sa = rdma_get_peer_addr(id);
+	socklen_t sl = sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+						 : sizeof(struct sockaddr_in);
+
+	if (getnameinfo(sa, sl, buf, (socklen_t)len, NULL, 0, NI_NUMERICHOST))
+		snprintf(buf, len, "?");
+}
+
+/*
+ * A raw peer asks to connect to @w: the application's answer (on_request),
+ * or the engine's preset one. Fills @c's receive queue shape and its
+ * accept's private data. On a refusal, rejects @id (with the application's
+ * private data when it refused) and returns a negative errno.
+ */
+static int raw_request(struct pc_engine *e, struct pc_worker *w, struct rdma_cm_event *ev,
+		       struct conn *c)
+{
+	struct rdma_cm_id *id = ev->id;
+	char peer[NI_MAXHOST];
+	struct pc_conn_request req = {
+		.device = w->dev->name,
+		.port = w->dev->port,
+		.peer = peer,
+		.private_data = ev->param.conn.private_data,
+		.private_len = ev->param.conn.private_data_len,
+		.worker = w->idx,
+		.max_recv_depth = PC_MIN(w->lim.raw_bufs - w->adm.raw_taken,
+					 (uint32_t)w->dev->dev_attr.max_qp_wr),
+		.msg_size = e->p.msg_size,
+	};
+	int ret;
+
+	peer_name(id, peer, sizeof(peer));
+	req.recv_depth = PC_MIN(PC_RAW_DEPTH_DEFAULT, req.max_recv_depth);
+	req.recv_size = e->p.msg_size;
+	ret = e->p.on_request ? e->p.on_request(&req, e->p.arg) : 0;
+	if (ret) {
+		pc_debug("%s port %u: on_request refused raw peer %s (%d)", w->dev->name,
+			 w->dev->port, peer, ret);
+		if (req.reply_len > PC_REJECT_DATA_MAX || (!req.reply && req.reply_len)) {
+			pc_warn("%s port %u: on_request refused %s with %u bytes of private data "
+				"(at most %u); rejected without them", w->dev->name, w->dev->port,
+				peer, req.reply_len, PC_REJECT_DATA_MAX);
+			req.reply_len = 0;
+		}
+		rdma_reject(id, req.reply_len ? req.reply : NULL, req.reply_len);
+		return ret < 0 ? ret : -ECONNREFUSED;
+	}
+	if (!req.recv_depth || req.recv_depth > req.max_recv_depth || !req.recv_size ||
+	    req.recv_size > e->p.msg_size || req.reply_len > PC_ACCEPT_DATA_MAX ||
+	    (!req.reply && req.reply_len)) {
+		/* nobody to return it to: the log says it */
+		pc_warn("%s port %u: refusing raw peer %s: on_request answered recv_depth %u "
+			"(1..%u), recv_size %u (1..%u), %u bytes of private data (at most %u)",
+			w->dev->name, w->dev->port, peer, req.recv_depth, req.max_recv_depth,
+			req.recv_size, e->p.msg_size, req.reply_len, PC_ACCEPT_DATA_MAX);
+		rdma_reject(id, NULL, 0);
+		return -EINVAL;
+	}
+	c->peer_data_len = (uint8_t)PC_MIN(req.private_len, PC_CONNECT_DATA_MAX);
+	if (c->peer_data_len)
+		memcpy(c->peer_data, req.private_data, c->peer_data_len);
+	c->rq_depth = req.recv_depth;
+	c->rq_size = req.recv_size;
+	c->user = req.user;
+	c->acc_len = req.reply_len;
+	if (req.reply_len)
+		memcpy(c->acc_data, req.reply, req.reply_len);
+	return 0;
+}
+
+/* Accepts passive @c, answering its CONNECT_REQUEST's rd_atomic ask. */
+static void conn_accept(struct conn *c)
+{
+	struct pc_worker *w = c->w;
+	struct rdma_conn_param param = { 0 };
+	struct wire_cm_priv priv;
+
+	if (c->closing)
+		return;
+	if (c->raw) {
+		param.private_data = c->acc_len ? c->acc_data : NULL;
+		param.private_data_len = c->acc_len;
+	} else {
+		cm_fill_priv(c, &priv);
+		param.private_data = &priv;
+		param.private_data_len = sizeof(priv);
+	}
+	param.responder_resources = (uint8_t)PC_MIN(c->acc_initiator_depth,
+						    w->dev->dev_attr.max_qp_rd_atom);
+	param.initiator_depth = (uint8_t)PC_MIN(c->acc_responder_resources,
+						w->dev->dev_attr.max_qp_init_rd_atom);
+	param.rnr_retry_count = 7;	/* credits prevent RNR; never fail on it */
+	param.retry_count = 7;
+	if (rdma_accept(c->id, &param)) {
+		pc_warn("%s qp 0x%x: rdma_accept: %s", w->dev->name, c->qpn, strerror(errno));
+		conn_begin_close(c, -errno, NULL);
+		return;
+	}
+	pc_debug("%s qp 0x%x: accepted on %s (%s peer)", w->dev->name, c->qpn, w->name,
+		 c->raw ? "raw" : "pollcore");
+}
+
 static void on_connect_request(struct pc_engine *e, struct rdma_cm_event *ev)
 {
 	struct rdma_cm_id *id = ev->id;
 	const char *dev = ibv_get_device_name(id->verbs->device);
-	struct rdma_conn_param param = { 0 };
 	struct wire_cm_priv peer;
 	struct pc_worker *w;
-	struct wire_cm_priv priv;
 	struct conn *c;
 	int ret;
 
@@ -295,7 +401,7 @@ static void on_connect_request(struct pc_engine *e, struct rdma_cm_event *ev)
 			    &peer);
 	w = ret < 0 ? NULL : pick_worker(e, id->verbs, e->p.choose_worker ?
 					 e->p.choose_worker(dev, e->nworkers, e->p.arg) : -1,
-					 ret == 0);
+					 ret == 0 ? 1 : 0);
 	c = w ? conn_alloc() : NULL;
 	if (!c) {
 		if (w)
@@ -310,6 +416,14 @@ static void on_connect_request(struct pc_engine *e, struct rdma_cm_event *ev)
 	id->context = c;
 	c->peer_priv = peer;
 	c->peer_raw = ret == 0;
+	c->acc_initiator_depth = ev->param.conn.initiator_depth;
+	c->acc_responder_resources = ev->param.conn.responder_resources;
+	if (c->peer_raw && raw_request(e, w, ev, c)) {
+		c->id = NULL;
+		conn_drop(c);
+		rdma_destroy_id(id);
+		return;
+	}
 	conn_apply_peer(c);
 	/* raw peers get no credits: they bring their own flow control */
 	c->window = c->raw ? 0 : e->p.window;
@@ -322,22 +436,9 @@ static void on_connect_request(struct pc_engine *e, struct rdma_cm_event *ev)
 			conn_destroy_unattached(c, ret);
 		return;
 	}
-	cm_fill_priv(c, &priv);
-	param.private_data = &priv;
-	param.private_data_len = sizeof(priv);
-	param.responder_resources = (uint8_t)PC_MIN(ev->param.conn.initiator_depth,
-						    w->dev->dev_attr.max_qp_rd_atom);
-	param.initiator_depth = (uint8_t)PC_MIN(ev->param.conn.responder_resources,
-						w->dev->dev_attr.max_qp_init_rd_atom);
-	param.rnr_retry_count = 7;	/* credits prevent RNR; never fail on it */
-	param.retry_count = 7;
-	if (rdma_accept(id, &param)) {
-		pc_warn("%s qp 0x%x: rdma_accept: %s", w->dev->name, c->qpn, strerror(errno));
-		conn_begin_close(c, -errno, NULL);
-		return;
-	}
-	pc_debug("%s qp 0x%x: accepted on %s (%s peer)", w->dev->name, c->qpn, w->name,
-		 c->raw ? "raw" : "pollcore");
+	/* a raw peer's receives are posted first: the worker says so (CTL_ACCEPT) */
+	if (!c->raw)
+		conn_accept(c);
 }
 
 static void on_route_resolved(struct pc_engine *e, struct conn *c)
@@ -347,7 +448,7 @@ static void on_route_resolved(struct pc_engine *e, struct conn *c)
 	struct wire_cm_priv priv;
 	int ret;
 
-	w = pick_worker(e, c->id->verbs, c->want_worker, false);
+	w = pick_worker(e, c->id->verbs, c->want_worker, 0);
 	if (!w) {
 		/* answered now, while pc_last_error() is pick_worker()'s */
 		conn_connect_done(c, engine_dev_gone(e, c->id->verbs) ? -ENODEV : -EBUSY);
@@ -655,6 +756,8 @@ static void ctl_requests(struct pc_engine *e)
 			conn_begin_close(c, c->req_err, c->req_why);
 		else if (m->kind == CTL_RETIRE)
 			conn_retire(e, c);
+		else if (m->kind == CTL_ACCEPT)
+			conn_accept(c);
 		/* the message's reference (ctl_post()) */
 		conn_drop(c);
 	}

@@ -345,7 +345,7 @@ static void dp_recv(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
 			/* rxe reports a message longer than the receive as LOC_QP_OP_ERR */
 			if (wc->status == IBV_WC_LOC_LEN_ERR || wc->status == IBV_WC_LOC_QP_OP_ERR)
 				snprintf(what, sizeof(what), "RECV (message too long? at most %u bytes "
-					 "are accepted)", p->msg_size + (c->raw ? 0 : HDR));
+					 "are accepted)", c->raw ? c->rq_size : p->msg_size + HDR);
 			drain_fail(w, c, pc_wc_error(w->dev, wc, what));
 		}
 		return;

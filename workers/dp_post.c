@@ -187,7 +187,7 @@ static void flush_conn(struct pc_worker *w, struct conn *c)
 			space--;
 			STAT_ADD(w->st.credit_writes, 1);
 		}
-	} else if (c->rq_posted + c->held < PC_MIN(CREDIT_RAW_RQ_DEPTH, w->p->raw_bufs)) {
+	} else if (c->rq_posted + c->held < c->rq_depth) {
 		dp_refill_rq(w, c);
 	}
 	granted = c->granted;
@@ -456,46 +456,50 @@ void dp_refill_srq(struct pc_worker *w, bool arm)
 /*
  * Tops up a raw peer's own receive queue: its buffers posted or held by the
  * application never exceed its depth, whatever it sends, and come from the
- * raw pool, never from the SRQ's.
+ * raw pool, never from the SRQ's. Posted in batches of RQ_REFILL_BATCH.
  */
 void dp_refill_rq(struct pc_worker *w, struct conn *c)
 {
-	uint32_t depth = PC_MIN(CREDIT_RAW_RQ_DEPTH, w->p->raw_bufs), n = 0, i, k;
 	struct ibv_recv_wr *bad = NULL;
+	uint32_t n, i, k;
 	int ret;
 
-	while (c->rq_posted + c->held + n < depth) {
-		struct pc_buf *b = pc_pool_get(w->raw);
-		struct msg *m;
+	do {
+		n = 0;
+		while (n < RQ_REFILL_BATCH && c->rq_posted + c->held + n < c->rq_depth) {
+			struct pc_buf *b = pc_pool_get(w->raw);
+			struct msg *m;
 
-		if (!b)
-			break;
-		m = &w->raw_msgs[b->index];
-		m->in_rq = 1;
-		m->rctx.conn = c;
-		w->rsge[n] = (struct ibv_sge){ (uintptr_t)b->addr, w->p->msg_size, b->lkey };
-		w->rwr[n] = (struct ibv_recv_wr){ .wr_id = (uintptr_t)&m->rctx,
-						  .next = &w->rwr[n + 1],
-						  .sg_list = &w->rsge[n],
-						  .num_sge = 1 };
-		n++;
-	}
-	if (!n)
-		return;
-	w->rwr[n - 1].next = NULL;
-	ret = ibv_post_recv(c->qp, w->rwr, &bad);
-	i = n;
-	if (pc_unlikely(ret)) {
-		i = bad ? (uint32_t)(bad - w->rwr) : 0;
-		pc_warn("%s port %u qp 0x%x: ibv_post_recv of %u failed at %u: %s", w->dev->name,
-			w->dev->port, c->qpn, n, i, strerror(abs(pc_neg_errno(ret))));
-		for (k = i; k < n; k++) {
-			struct msg *m = pc_container_of((struct wr_ctx *)(uintptr_t)w->rwr[k].wr_id,
-							struct msg, rctx);
-
-			m->in_rq = 0;
-			pc_pool_put(w->raw, m->buf);
+			if (!b)
+				break;
+			m = &w->raw_msgs[b->index];
+			m->in_rq = 1;
+			m->rctx.conn = c;
+			w->rsge[n] = (struct ibv_sge){ (uintptr_t)b->addr, c->rq_size, b->lkey };
+			w->rwr[n] = (struct ibv_recv_wr){ .wr_id = (uintptr_t)&m->rctx,
+							  .next = &w->rwr[n + 1],
+							  .sg_list = &w->rsge[n],
+							  .num_sge = 1 };
+			n++;
 		}
-	}
-	c->rq_posted += i;
+		if (!n)
+			return;
+		w->rwr[n - 1].next = NULL;
+		ret = ibv_post_recv(c->qp, w->rwr, &bad);
+		i = n;
+		if (pc_unlikely(ret)) {
+			i = bad ? (uint32_t)(bad - w->rwr) : 0;
+			pc_warn("%s port %u qp 0x%x: ibv_post_recv of %u failed at %u: %s",
+				w->dev->name, w->dev->port, c->qpn, n, i,
+				strerror(abs(pc_neg_errno(ret))));
+			for (k = i; k < n; k++) {
+				struct msg *m = pc_container_of(
+					(struct wr_ctx *)(uintptr_t)w->rwr[k].wr_id, struct msg, rctx);
+
+				m->in_rq = 0;
+				pc_pool_put(w->raw, m->buf);
+			}
+		}
+		c->rq_posted += i;
+	} while (i == RQ_REFILL_BATCH);
 }

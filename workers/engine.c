@@ -61,6 +61,9 @@ static int params_normalise(struct pc_engine_params *p)
 	DEFAULT(keepalive_ms, 2000);
 	p->sq_depth = (uint32_t)pc_align_pow2(p->sq_depth);
 	p->ring_size = (uint32_t)pc_align_pow2(p->ring_size);
+	if (p->on_request && !p->raw_bufs)
+		return set_error(-EINVAL, "on_request is set but raw_bufs is 0: no raw peer could "
+				    "ever be accepted");
 	if ((uint64_t)p->srq_depth + p->raw_bufs > p->rx_bufs)
 		return set_error(-EINVAL, "srq_depth %u and raw_bufs %u exceed rx_bufs %u",
 				    p->srq_depth, p->raw_bufs, p->rx_bufs);
@@ -849,6 +852,10 @@ void pc_conn_info(const struct pc_conn *pconn, struct pc_conn_info *info)
 	/* written before UP (conn_apply_peer()), which the caller has seen */
 	info->peer_max_msg = c->raw ? 0 : c->peer_max_msg;
 	info->peer_window = c->raw ? 0 : c->peer_window;
+	info->recv_depth = c->raw ? c->rq_depth : 0;
+	info->recv_size = c->raw ? c->rq_size : 0;
+	info->peer_data_len = c->raw ? c->peer_data_len : 0;
+	memcpy(info->peer_data, c->peer_data, info->peer_data_len);
 #define SAMPLE(f) info->f = STAT_LD(st->f);
 	CONN_COUNTERS(SAMPLE)
 #undef SAMPLE

@@ -124,7 +124,7 @@ int worker_create_qp(struct pc_worker *w, struct conn *c, struct rdma_cm_id *id)
 	/* a raw peer (no credits) receives into its own queue, never the SRQ */
 	if (c->raw) {
 		attr.srq = NULL;
-		attr.cap.max_recv_wr = PC_MIN(CREDIT_RAW_RQ_DEPTH, p->raw_bufs);
+		attr.cap.max_recv_wr = c->rq_depth;
 		attr.cap.max_recv_sge = 1;
 	}
 	if (w->wr_ex) {

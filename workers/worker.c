@@ -130,8 +130,8 @@ static int worker_setup(struct pc_worker *w)
 	w->chain.wr = calloc(p->sq_depth, sizeof(*w->chain.wr));
 	w->chain.sge = calloc(p->sq_depth, sizeof(*w->chain.sge));
 	w->srq_wrs = calloc(p->rx_bufs, sizeof(*w->srq_wrs));
-	w->rwr = calloc(CREDIT_RAW_RQ_DEPTH, sizeof(*w->rwr));
-	w->rsge = calloc(CREDIT_RAW_RQ_DEPTH, sizeof(*w->rsge));
+	w->rwr = calloc(RQ_REFILL_BATCH, sizeof(*w->rwr));
+	w->rsge = calloc(RQ_REFILL_BATCH, sizeof(*w->rsge));
 	w->wc = calloc(p->poll_batch, sizeof(*w->wc));
 	w->nchans = p->app_threads;
 	w->chans = calloc(w->nchans, sizeof(*w->chans));
@@ -419,10 +419,14 @@ unsigned int worker_apply_ctl(struct pc_worker *w)
 			c->bl_tail = &c->bl_head;
 			/* no credit yet: every grant comes from credits_grant() once UP */
 			cq_conns_add(w, 1);
-			if (c->raw)
+			if (c->raw) {
+				/* every receive is posted before the accept leaves */
 				dp_refill_rq(w, c);
-			else
+				if (c->passive)
+					ctl_post(w->control, c, CTL_ACCEPT);
+			} else {
 				dp_credited_join(w, c);
+			}
 			w->cache[c->qpn & (PC_ARRAY_SIZE(w->cache) - 1)] = c;
 			conn_stats_open(w, c);
 			STAT_ADD(w->st.conns, 1);

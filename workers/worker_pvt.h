@@ -206,7 +206,7 @@ struct pc_worker {
 	struct wr_chain chain;
 	/* each rx buffer's SRQ receive, built once: a refill only links them */
 	struct srq_wr *srq_wrs;
-	/* a raw peer's receive queue refill, built per post */
+	/* a raw peer's receive queue refill, built per post (RQ_REFILL_BATCH) */
 	struct ibv_recv_wr *rwr;
 	struct ibv_sge *rsge;
 	struct ibv_wc *wc;
@@ -285,6 +285,9 @@ static_assert(offsetof(struct pc_worker, sleeping) % PC_CACHELINE == 0,
  * once (dp_conn_lookup()).
  */
 #define HOUSEKEEP_TURNS 8u
+
+/* Receives a raw peer's queue refill posts per ibv_post_recv() (w->rwr, w->rsge). */
+#define RQ_REFILL_BATCH 32u
 
 /*
  * The fields of struct pc_worker_stats the worker counts itself (relaxed,

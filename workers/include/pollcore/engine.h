@@ -196,6 +196,64 @@ enum pc_conn_event {
 	PC_CONN_DOWN,		/* closed and drained; no more callbacks for it */
 };
 
+/* Private data a raw peer's connect request carries at most, as kept (pc_conn_info()). */
+#define PC_CONNECT_DATA_MAX 56u
+
+/* Largest private data an accept (IB CM REP) and a reject (REJ) carry. */
+#define PC_ACCEPT_DATA_MAX 196u
+#define PC_REJECT_DATA_MAX 148u
+
+/* pc_conn_request.recv_depth when the engine answers (no on_request). */
+#define PC_RAW_DEPTH_DEFAULT 64u
+
+/**
+ * struct pc_conn_request - a peer that speaks the application's protocol
+ * asks to connect (pc_engine_params.on_request).
+ * @device: device the request arrived on.
+ * @port: its port.
+ * @peer: the peer's numeric address.
+ * @private_data: what the peer's rdma_cm connect carried (NVMe-oF: recfmt,
+ *                qid, hrqsize, hsqsize, cntlid); untrusted.
+ * @private_len: its length (rdma_cm pads it to the transport's size: 56
+ *               bytes on InfiniBand and RoCE).
+ * @worker: the worker that will own the connection.
+ * @max_recv_depth: receive buffers free on that worker (raw_bufs less
+ *                  what its other raw connections hold): the most
+ *                  @recv_depth may be.
+ * @msg_size: pc_engine_params.msg_size, the most @recv_size may be.
+ * @recv_depth: answer: receives posted on the connection's own receive
+ *              queue, 1 .. @max_recv_depth (NVMe-oF: the host's queue
+ *              size). Every one is posted before the accept leaves, and a
+ *              receive the application gives back (pc_msg_release(), or a
+ *              send of it once that send completed) is posted again
+ *              before anything the connection sends next: a peer that
+ *              never has more than @recv_depth messages unanswered never
+ *              meets RNR. Preset: min(PC_RAW_DEPTH_DEFAULT, @max_recv_depth).
+ * @recv_size: answer: bytes one receive holds, 1 .. @msg_size (NVMe-oF: 64
+ *             plus the in-capsule data advertised). A longer message fails
+ *             its receive and closes only this connection. Preset: @msg_size.
+ * @reply: answer: private data for the accept (at most
+ *         PC_ACCEPT_DATA_MAX bytes) or the reject (PC_REJECT_DATA_MAX);
+ *         NULL for none; copied before the engine goes on.
+ * @reply_len: its length.
+ * @user: answer: the connection's pc_conn_user() pointer.
+ */
+struct pc_conn_request {
+	const char *device;
+	uint8_t port;
+	const char *peer;
+	const void *private_data;
+	uint8_t private_len;
+	unsigned int worker;
+	uint32_t max_recv_depth;
+	uint32_t msg_size;
+	uint32_t recv_depth;
+	uint32_t recv_size;
+	const void *reply;
+	uint8_t reply_len;
+	void *user;
+};
+
 /**
  * struct pc_device_params - settings of one device; zero means default.
  * @port: port number (1-based) the device is used on; 0 means 1.
@@ -254,13 +312,15 @@ struct pc_device_params {
  *              @min_window of srq_depth (rdma_reject with the reason;
  *              pc_connect() fails with ECONNREFUSED and says why; retry
  *              later).
- * @raw_bufs: receive buffers per worker set aside for raw peers (no
- *            pollcore private data, e.g. rdmacm-utils), default 0: raw peers
- *            are refused. Each raw peer gets its own receive queue of
- *            min(16, @raw_bufs) of them, apart from the SRQ, so a raw peer
- *            that floods meets RNR on its own queue and never takes the
- *            buffers promised to credited peers. @raw_bufs / 16 raw peers
- *            at a time per worker; srq_depth + @raw_bufs <= rx_bufs.
+ * @raw_bufs: receive buffers per worker set aside for raw connections,
+ *            whose wire protocol the application owns (peers that send no
+ *            pollcore private data: NVMe-oF hosts, rdmacm-utils), default
+ *            0: raw peers are refused. Each raw connection gets its own
+ *            receive queue of the depth on_request() chose, taken from
+ *            these, apart from the SRQ: a raw peer that floods meets RNR
+ *            on its own queue and never takes the buffers promised to
+ *            others. A worker admits raw connections while their depths
+ *            fit; srq_depth + @raw_bufs <= rx_bufs.
  * @ring_size: handoff and submission ring capacity (power of two), default 1024.
  * @max_conns_per_worker: default 1024; an accept beyond it is rejected.
  *                        The worker's CQ must also hold a completion for
@@ -309,6 +369,18 @@ struct pc_device_params {
  *           naming device, port and QP (the peer disconnected, pc_close(),
  *           a protocol error of the peer, a failed completion, the device
  *           removed, ...): the same reason as the log line of the close.
+ * @on_request: a peer without pollcore private data asks to connect
+ *              (raw_bufs must be set): control thread, never blocking. Read
+ *              @req's private data, fill in its answer (recv_depth,
+ *              recv_size, reply, user), and return 0 to accept or a
+ *              negative errno to reject (with @req->reply as the reject's
+ *              private data). An answer out of range is refused with
+ *              -EINVAL, saying why in the log. NULL: every raw peer that
+ *              fits is accepted with the preset answer. Messages on a raw
+ *              connection are exact bytes both ways: no pollcore header, no
+ *              credits, no pc_call() completions (the application's
+ *              protocol does flow control: a peer that sends past
+ *              recv_depth meets RNR, on its own connection only).
  * @on_msg: handler mode: a message arrived, on the owning worker; never
  *          before on_conn(UP) of its connection (messages that arrive
  *          earlier are held back until then).
@@ -342,6 +414,7 @@ struct pc_engine_params {
 	const char *housekeeping_pus;
 	int (*choose_worker)(const char *device, unsigned int nworkers, void *arg);
 	void (*on_conn)(struct pc_conn *conn, enum pc_conn_event ev, void *arg);
+	int (*on_request)(struct pc_conn_request *req, void *arg);
 	void (*on_msg)(struct pc_msg *msg, void *arg);
 	void *arg;
 };
@@ -380,10 +453,10 @@ PC_API void pc_engine_destroy(struct pc_engine *e);
  * request arrived on, if it can admit them (max_conns_per_worker,
  * min_window and the receive buffers its peers' credits leave free, its
  * CQ); otherwise they are rejected with the reason in the
- * reject and in the log. Raw peers (no pollcore private data, e.g.
- * rdmacm-utils' rdma_client) are accepted only when raw_bufs is set: their
- * messages carry no header and no credits, and they receive into their own
- * queue of at most 16 buffers.
+ * reject and in the log. Raw peers (no pollcore private data: NVMe-oF
+ * hosts, rdmacm-utils' rdma_client) are accepted only when raw_bufs is
+ * set, as on_request() answers: their messages are exact bytes, and they
+ * receive into their own queue, posted in full before the accept.
  *
  * Return: 0 or a negative errno.
  */
@@ -560,6 +633,12 @@ PC_API int pc_msg_release(struct pc_msg *msg);
  * @conn: connection (RDMA READ needs the peer to allow it).
  * @op: operation; must stay valid until op->done is called.
  *
+ * Operations and messages on one connection go out in the order they were
+ * submitted. What the owning worker submits in one callback goes in one
+ * chain with one doorbell: a WRITE of a read's data and the pc_send() of
+ * its completion after it, the peer seeing the data placed before the
+ * message arrives (RC ordering).
+ *
  * Every outcome is reported once: when 0 is returned, through op->done
  * (-ENOTCONN there when the operation reaches a connection that started
  * closing after the call; -ECANCELED when the connection closed while the
@@ -683,7 +762,7 @@ struct pc_conn_info {
 	uint32_t qp_num;
 	int worker;
 	unsigned int app_slot;
-	bool raw;		/* peer speaks no pollcore protocol */
+	bool raw;		/* the application owns the wire protocol (on_request) */
 	uint64_t msgs_sent;
 	uint64_t msgs_recv;
 	uint64_t bytes_sent;
@@ -701,6 +780,11 @@ struct pc_conn_info {
 	uint32_t held;		/* buffers of this connection held by the app */
 	uint32_t peer_max_msg;	/* largest payload the peer accepts; 0: raw peer, not known */
 	uint32_t peer_window;	/* most credits the peer grants at once; 0: raw peer */
+	uint32_t recv_depth;	/* raw: its receive queue's depth; 0: pollcore peer (SRQ) */
+	uint32_t recv_size;	/* raw: bytes one receive holds */
+	/* raw: the private data of its connect request, as on_request saw it (first bytes) */
+	uint8_t peer_data_len;
+	uint8_t peer_data[PC_CONNECT_DATA_MAX];
 };
 
 /**
