@@ -49,16 +49,6 @@ struct blk_server {
 
 static struct pc_topo *topo; /* NULL with --no-numa, or when hwloc cannot load one */
 
-#if !BLK_HAVE_URING
-int blk_uring_open(struct blk_backend *b, const char *prog, const char *path, uint32_t bs)
-{
-	(void)b;
-	(void)bs;
-	fprintf(stderr, "%s: --file %s: built without liburing (meson -Dliburing, "
-			"Debian liburing-dev): only --ram is available\n", prog, path);
-	return -ENOTSUP;
-}
-#endif
 
 static inline struct blk_wq *wq_of(struct blk_server *s, const struct pc_conn *conn)
 {

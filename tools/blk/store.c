@@ -15,6 +15,7 @@
 #include <pollcore/numa.h>
 
 #include <errno.h>
+#include <stdio.h>
 #include <infiniband/verbs.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,3 +144,15 @@ void blk_stage_put(struct blk_stage *s, uint32_t idx)
 	}
 	s->running = false;
 }
+
+#if !BLK_HAVE_URING
+/* store.h: built without liburing */
+int blk_uring_open(struct blk_backend *b, const char *prog, const char *path, uint32_t bs)
+{
+	(void)b;
+	(void)bs;
+	fprintf(stderr, "%s: --file %s: built without liburing (meson -Dliburing, "
+			"Debian liburing-dev): only --ram is available\n", prog, path);
+	return -ENOTSUP;
+}
+#endif
