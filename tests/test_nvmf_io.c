@@ -280,7 +280,7 @@ START_TEST(test_flush_zeroes_dsm)
 	s.cdw11 = NVME_DSM_IDR;
 	t_keyed(&s, host, sizeof(rg));
 	ck_assert_uint_eq(st(&s), 0);
-	ck_assert_int_eq(t_disks[0].discards, 2);
+	ck_assert_int_eq(t_disks[0].discards, 3);
 }
 END_TEST
 
