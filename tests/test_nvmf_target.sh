@@ -115,8 +115,8 @@ id_checks() {
 	local dev=$1 bytes=$2 lbads=$3
 	timeout 60 nvme id-ctrl -o json "$dev" >"$TMP/id-ctrl.json" 2>"$TMP/id-ctrl.err" ||
 		fail "nvme id-ctrl $dev failed"
-	jq -e --arg n "$NQN" --arg sn "$SERIAL" '.subnqn == $n and (.mn | rtrimstr(" ")) == "pollcore-nvmf" and
-		(.sn | rtrimstr(" ")) == $sn and .mdts == 5 and .nn == 1 and .cntlid > 0' \
+	jq -e --arg n "$NQN" --arg sn "$SERIAL" '.subnqn == $n and (.mn | sub(" +$"; "")) == "pollcore-nvmf" and
+		(.sn | sub(" +$"; "")) == $sn and .mdts == 5 and .nn == 1 and .cntlid > 0' \
 		"$TMP/id-ctrl.json" >/dev/null ||
 		fail "nvme id-ctrl $dev: $(jq -c '{subnqn, mn, sn, mdts, nn, cntlid}' "$TMP/id-ctrl.json")"
 	nvmf_check_size "$dev" "$bytes"
@@ -152,7 +152,7 @@ serve() {
 	grep -q "^pollcore-nvmf: namespace 1: .*, $((bytes >> lbads)) blocks of $((1 << lbads)) bytes$" "$log" ||
 		{ cat "$log"; fail "$what: the namespace line is not what was asked"; }
 	nvmf_discover "$ADDR" "$PORT" "$NQN"
-	jq -e --arg a "$ADDR" '[.records[] | select(.traddr == $a and .adrfam == "ipv6")] | length == 1' \
+	jq -e --arg a "$ADDR" --arg n "$NQN" '[.records[] | select(.subnqn == $n and .traddr == $a and .adrfam == "ipv6")] | length == 1' \
 		"$TMP/discover.json" >/dev/null || fail "$what: the discovery log's address: $(jq -c . "$TMP/discover.json")"
 	ok "$what: nvme discover lists $NQN at $ADDR port $PORT"
 
