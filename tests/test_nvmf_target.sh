@@ -164,22 +164,22 @@ serve() {
 	ok "$what: nvme connect: $NVMF_DEV, listed, $bytes bytes of $((1 << lbads))-byte blocks, id-ctrl and id-ns as configured"
 
 	if [ "$what" = ram ]; then
-		nvmf_fio_verify "$NVMF_DEV" "512 1 1024" "512 32 2048" "4096 1 256" "4096 32 1024" \
-			"131072 1 32" "131072 32 128"
+		nvmf_fio_verify "$NVMF_DEV" "512 1 256" "512 32 1024" "4096 1 128" "4096 32 512" \
+			"131072 1 8" "131072 32 64"
 		ok "$what: fio crc32c verify, 512 B / 4 KiB / 128 KiB at iodepth 1 and 32, every byte counted"
 	else
-		nvmf_fio_verify "$NVMF_DEV" "4096 32 1024" "131072 1 32"
+		nvmf_fio_verify "$NVMF_DEV" "4096 32 512" "131072 1 8"
 		ok "$what: fio crc32c verify, 4 KiB at iodepth 32 and 128 KiB at iodepth 1, every byte counted"
 	fi
 	# two jobs at once, on regions of their own; fio may put a note before its JSON
 	timeout 600 fio --output-format=json --output="$TMP/jobs.raw" --filename="$NVMF_DEV" \
 		--ioengine=libaio --direct=1 --verify=crc32c --verify_state_save=0 --verify_fatal=1 \
-		--rw=randwrite --do_verify=1 --bs=4k --iodepth=16 --size=4M \
-		--name=pair-a --offset=0 --name=pair-b --offset=4M >"$TMP/jobs.out" 2>&1 ||
+		--rw=randwrite --do_verify=1 --bs=4k --iodepth=16 --size=2M \
+		--name=pair-a --offset=0 --name=pair-b --offset=2M >"$TMP/jobs.out" 2>&1 ||
 		fail "$what: two fio jobs at once exited $?: $(head -5 "$TMP/jobs.raw")"
 	sed -n '/^{/,$p' "$TMP/jobs.raw" >"$TMP/jobs.json"
 	[ "$(jq -r '[.jobs[] | "\(.jobname) \(.error) \(.write.io_bytes) \(.read.io_bytes)"] | sort | join(",")' \
-		"$TMP/jobs.json")" = "pair-a 0 $((4 << 20)) $((4 << 20)),pair-b 0 $((4 << 20)) $((4 << 20))" ] ||
+		"$TMP/jobs.json")" = "pair-a 0 $((2 << 20)) $((2 << 20)),pair-b 0 $((2 << 20)) $((2 << 20))" ] ||
 		fail "$what: two fio jobs at once: $(head -3 "$TMP/jobs.raw"; jq -c '[.jobs[] | {jobname, error, write: .write.io_bytes, read: .read.io_bytes}]' "$TMP/jobs.json")"
 	ok "$what: two fio jobs at once, 4 KiB at iodepth 16 each, verified"
 

@@ -19,7 +19,8 @@
  * FLUSH is IORING_OP_FSYNC with IORING_FSYNC_DATASYNC: io_uring does not
  * order it against writes still in flight, but FLUSH promises durability
  * only of acknowledged writes, and a write is acknowledged after its CQE.
- * A FUA write carries RWF_DSYNC. ZEROES and DISCARD are fallocate
+ * A read or write that moves less than asked (9p) goes on from where it
+ * stopped; one that moves nothing is an error (-EIO). A FUA write carries RWF_DSYNC. ZEROES and DISCARD are fallocate
  * (ZERO_RANGE or PUNCH_HOLE, KEEP_SIZE); where the file system refuses one
  * (EOPNOTSUPP: tmpfs has no ZERO_RANGE, 9p neither), the other is tried,
  * then zeroes are written in 1 MiB steps; the file remembers what failed.
@@ -99,11 +100,13 @@ static void queue_bio(struct uwq *u, struct blk_bio *bio)
 		return;
 	}
 	switch (bio->op) {
-	case BLK_BIO_READ:
-		io_uring_prep_read(sqe, u->f->fd, bio->buf, (unsigned int)bio->len, bio->off);
+	case BLK_BIO_READ: /* from bio->pos on: a short transfer is resumed */
+		io_uring_prep_read(sqe, u->f->fd, (uint8_t *)bio->buf + bio->pos,
+				   (unsigned int)(bio->len - bio->pos), bio->off + bio->pos);
 		break;
 	case BLK_BIO_WRITE:
-		io_uring_prep_write(sqe, u->f->fd, bio->buf, (unsigned int)bio->len, bio->off);
+		io_uring_prep_write(sqe, u->f->fd, (uint8_t *)bio->buf + bio->pos,
+				    (unsigned int)(bio->len - bio->pos), bio->off + bio->pos);
 		if (bio->flags & BLK_BIO_FUA)
 			sqe->rw_flags = RWF_DSYNC;
 		break;
@@ -145,16 +148,22 @@ static void bio_step(struct uwq *u, struct blk_bio *bio, int res)
 	switch (bio->op) {
 	case BLK_BIO_READ:
 	case BLK_BIO_WRITE:
-		if (res >= 0)
-			res = (uint64_t)res == bio->len ? 0 : -EIO; /* short */
+		/* short (a file system that moves less at once, 9p): the rest; nothing at all: EOF */
+		if (res > 0 && (bio->pos += (uint64_t)res) < bio->len) {
+			queue_bio(u, bio);
+			return;
+		}
+		if (res == 0)
+			res = -EIO;
 		break;
 	case BLK_BIO_ZEROES:
 	case BLK_BIO_DISCARD:
 		if (zmethod_of(f, bio) == Z_WRITE) {
 			n = bio->len - bio->pos < ZBUF_SIZE ? bio->len - bio->pos : ZBUF_SIZE;
-			if (res >= 0 && (uint64_t)res != n)
+			if (res == 0 || (uint64_t)res > n)
 				res = -EIO;
-			if (res >= 0 && (bio->pos += n) < bio->len) {
+			/* short: the next step starts where this one ended */
+			if (res > 0 && (bio->pos += (uint64_t)res) < bio->len) {
 				queue_bio(u, bio);
 				return;
 			}

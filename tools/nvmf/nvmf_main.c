@@ -33,7 +33,7 @@ static void usage(FILE *f)
 		"usage: " PROG " --addr ADDR [--port PORT] --nqn NQN (--ram SIZE | --file PATH)...\n"
 		"                     [--block-size 512|4096] [--workers N] [--in-capsule BYTES]\n"
 		"                     [--max-queue-depth N] [--max-io-queues N] [--controllers N]\n"
-		"                     [--staging N] [--serial SN] [--no-numa]\n"
+		"                     [--staging N] [--serial SN] [--no-numa] [--busy|--hybrid]\n"
 		"\n"
 		"An NVMe-oF target over RDMA (rdma_cm): the Linux kernel's nvme-rdma host and\n"
 		"other NVMe-oF initiators discover it, connect and do I/O. Each --ram or --file\n"
@@ -61,6 +61,10 @@ static void usage(FILE *f)
 		"                       for one in arrival order\n"
 		"  --serial SN          Identify's serial number (default: derived from the NQN)\n"
 		"  --no-numa            do not bind workers or place memory\n"
+		"  --busy               workers busy-poll, bound or not (default: bound workers\n"
+		"                       busy-poll, unbound ones sleep when idle)\n"
+		"  --hybrid             workers sleep after an idle spell, bound or not, waking\n"
+		"                       on completions and io_uring's eventfd\n"
 		"  --help               this text\n"
 		"\n"
 		"SIGINT or SIGTERM: every connection is closed, files are synced, the counters\n"
@@ -119,6 +123,7 @@ struct opts {
 	const char *addr, *nqn, *serial;
 	uint32_t port, bs, workers, in_capsule, depth, ioq, ctrls, staging;
 	bool no_numa;
+	enum pc_idle idle;
 	uint32_t nr_ns;
 	struct {
 		const char *file; /* NULL: RAM */
@@ -139,17 +144,20 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{"controllers", required_argument, NULL, 'c'},
 		{"staging", required_argument, NULL, 's'}, {"serial", required_argument, NULL, 'S'},
 		{"no-numa", no_argument, NULL, 'N'},	   {"help", no_argument, NULL, 'h'},
+		{"busy", no_argument, NULL, 'B'},	   {"hybrid", no_argument, NULL, 'H'},
 		{0},
 	};
 	uint64_t v;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "a:p:n:r:f:b:w:i:d:q:c:s:S:Nh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "a:p:n:r:f:b:w:i:d:q:c:s:S:NBHh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'a': o->addr = optarg; break;
 		case 'n': o->nqn = optarg; break;
 		case 'S': o->serial = optarg; break;
 		case 'N': o->no_numa = true; break;
+		case 'B': o->idle = PC_IDLE_BUSY; break;
+		case 'H': o->idle = PC_IDLE_HYBRID; break;
 		case 'r':
 		case 'f':
 			if (o->nr_ns == NT_MAX_NS)
@@ -290,6 +298,7 @@ int main(int argc, char **argv)
 	p.tx_bufs = p.raw_bufs + 64; /* a CQE each */
 	p.sq_depth = 2 * o.depth + 16; /* a READ's WRITE and its CQE per command */
 	p.no_numa = o.no_numa;
+	p.idle = o.idle;
 	t.e = pc_engine_create(&p);
 	if (!t.e) {
 		fprintf(stderr, PROG ": cannot start the engine: %s\n", pc_last_error());

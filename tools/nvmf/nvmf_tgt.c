@@ -246,6 +246,11 @@ static void send_cqe(struct nt_req *rq)
 	}
 }
 
+static const char *const bio_what[] = {
+	[BLK_BIO_READ] = "read", [BLK_BIO_WRITE] = "write", [BLK_BIO_FLUSH] = "flush",
+	[BLK_BIO_ZEROES] = "write zeroes", [BLK_BIO_DISCARD] = "deallocate",
+};
+
 /* The backend's outcome (store.h), on the worker. */
 static void bio_done(struct blk_bio *bio, int res)
 {
@@ -260,7 +265,11 @@ static void bio_done(struct blk_bio *bio, int res)
 		return;
 	}
 	if (pc_unlikely(res)) {
-		st->io_errors++;
+		if (st->io_errors++ < 10)
+			fprintf(stderr, PROG ": worker %u: namespace %u: %s of %" PRIu64
+					" bytes at %" PRIu64 " failed: %s\n",
+				tq->wq->idx, rq->r.io.nsid, bio_what[rq->bio.op], rq->bio.len,
+				rq->bio.off, strerror(-res));
 	} else if (rq->act == NVMF_ACT_FLUSH && !rq->r.io.backend && ++rq->iter < t->nr_ns) {
 		rq->bio.op = BLK_BIO_FLUSH; /* a flush of all: the next namespace */
 		t->be[rq->iter].submit(&t->be[rq->iter], tq->wq->be[rq->iter], &rq->bio);
