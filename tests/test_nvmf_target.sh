@@ -99,7 +99,9 @@ target_stop() {
 	TGT_PID=
 	[ "$rc" = 0 ] || { cat "$log"; fail "pollcore-nvmf exited $rc after SIGTERM"; }
 	grep -q '^pollcore-nvmf: stopped$' "$log" || { cat "$log"; fail "pollcore-nvmf: no 'stopped' line"; }
-	grep -E '^pollcore-nvmf: worker 0: ' "$log" >"$TMP/counters" || { cat "$log"; fail "no counters"; }
+	grep -E '^pollcore-nvmf: worker 0: queues ' "$log" >"$TMP/counters" || { cat "$log"; fail "no counters"; }
+	! grep -E '^pollcore-nvmf: worker [0-9]+: namespace ' "$log" ||
+		{ cat "$log"; fail "a backend operation failed (above)"; }
 	for c in xfer_errors io_errors cqe_lost; do
 		grep -q " $c 0 " "$TMP/counters" || { cat "$log"; fail "counter $c is not 0: $(cat "$TMP/counters")"; }
 	done

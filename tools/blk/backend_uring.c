@@ -20,10 +20,13 @@
  * order it against writes still in flight, but FLUSH promises durability
  * only of acknowledged writes, and a write is acknowledged after its CQE.
  * A read or write that moves less than asked (9p) goes on from where it
- * stopped; one that moves nothing is an error (-EIO). A FUA write carries RWF_DSYNC. ZEROES and DISCARD are fallocate
- * (ZERO_RANGE or PUNCH_HOLE, KEEP_SIZE); where the file system refuses one
- * (EOPNOTSUPP: tmpfs has no ZERO_RANGE, 9p neither), the other is tried,
- * then zeroes are written in 1 MiB steps; the file remembers what failed.
+ * stopped; one that moves nothing is an error (-EIO). A FUA write carries
+ * RWF_DSYNC. ZEROES and DISCARD are fallocate (ZERO_RANGE or PUNCH_HOLE,
+ * KEEP_SIZE); where the file system refuses one (EOPNOTSUPP: tmpfs has no
+ * ZERO_RANGE, 9p neither), the other is tried, then zeroes are written in
+ * 1 MiB steps. The file remembers what failed; each operation keeps the
+ * method it was issued with, so that one completing after another moved
+ * the file on is judged by its own.
  */
 #include "store.h"
 
@@ -82,11 +85,10 @@ static struct io_uring_sqe *get_sqe(struct uwq *u)
 	return sqe;
 }
 
-static enum zmethod zmethod_of(const struct ufile *f, const struct blk_bio *bio)
+/* The method @bio is being done with: its own step, never the file's, which others may move. */
+static enum zmethod zmethod_of(const struct blk_bio *bio)
 {
-	if (bio->op == BLK_BIO_ZEROES)
-		return zeroes_order[atomic_load_explicit(&f->zstep, memory_order_relaxed)];
-	return discard_order[atomic_load_explicit(&f->dstep, memory_order_relaxed)];
+	return bio->op == BLK_BIO_ZEROES ? zeroes_order[bio->step] : discard_order[bio->step];
 }
 
 /* Queues @bio's next step (all of it, but for zeroes written in ZBUF_SIZE pieces). */
@@ -112,7 +114,7 @@ static void queue_bio(struct uwq *u, struct blk_bio *bio)
 		break;
 	case BLK_BIO_ZEROES:
 	case BLK_BIO_DISCARD:
-		switch (zmethod_of(u->f, bio)) {
+		switch (zmethod_of(bio)) {
 		case Z_ZERO_RANGE:
 			io_uring_prep_fallocate(sqe, u->f->fd,
 						FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE,
@@ -158,7 +160,7 @@ static void bio_step(struct uwq *u, struct blk_bio *bio, int res)
 		break;
 	case BLK_BIO_ZEROES:
 	case BLK_BIO_DISCARD:
-		if (zmethod_of(f, bio) == Z_WRITE) {
+		if (zmethod_of(bio) == Z_WRITE) {
 			n = bio->len - bio->pos < ZBUF_SIZE ? bio->len - bio->pos : ZBUF_SIZE;
 			if (res == 0 || (uint64_t)res > n)
 				res = -EIO;
@@ -176,9 +178,14 @@ static void bio_step(struct uwq *u, struct blk_bio *bio, int res)
 		} else if (res == -EOPNOTSUPP) {
 			/* this file refuses the method: the next one, for good */
 			step = bio->op == BLK_BIO_ZEROES ? &f->zstep : &f->dstep;
-			cur = atomic_load_explicit(step, memory_order_relaxed);
-			if (cur < 2)
-				atomic_compare_exchange_strong(step, &cur, cur + 1);
+			cur = bio->step;
+			/* the file's step moves past this method once, whoever finds out first */
+			if (!atomic_compare_exchange_strong(step, &cur, bio->step + 1u) &&
+			    cur > bio->step + 1u) {
+				bio->step = (uint8_t)cur;
+			} else {
+				bio->step++;
+			}
 			bio->pos = 0;
 			queue_bio(u, bio);
 			return;
@@ -234,9 +241,13 @@ static int uring_poll(void *arg)
 /* Worker thread: queued now, submitted by this worker's poller at the end of the turn. */
 static void uring_submit(struct blk_backend *b, void *wq, struct blk_bio *bio)
 {
+	struct uwq *u = wq;
+
 	(void)b;
 	bio->pos = 0;
-	queue_bio(wq, bio);
+	bio->step = (uint8_t)atomic_load_explicit(
+		bio->op == BLK_BIO_ZEROES ? &u->f->zstep : &u->f->dstep, memory_order_relaxed);
+	queue_bio(u, bio);
 }
 
 static void uring_wq_fini(struct blk_backend *b, void *wq)

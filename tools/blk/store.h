@@ -42,10 +42,12 @@ enum blk_bio_op {
  * @len: bytes, a multiple of the block size; within the backend's size.
  * @done: the outcome, 0 or a negative errno; on the submitting worker.
  * @pos: the backend's: progress of an operation done in steps.
+ * @step: the backend's: how ZEROES and DISCARD are being done.
  */
 struct blk_bio {
 	uint8_t op;
 	uint8_t flags;
+	uint8_t step;
 	void *buf;
 	uint64_t off;
 	uint64_t len;
