@@ -116,9 +116,6 @@ nvmf_fio() {
 		fail "fio $name: a job reports an error: $(jq -c '[.jobs[] | {(.jobname): .error}]' "$TMP/$name.json")"
 }
 
-# nvmf_bytes NAME JOB read|write: bytes that job of fio NAME moved that way.
-nvmf_bytes() { jq --arg j "$2" "[.jobs[] | select(.jobname == \$j) | .$3.io_bytes] | add" "$TMP/$1.json"; }
-
 # nvmf_fio_verify DEV "BS DEPTH N"...: for each run in turn, N blocks of BS
 # bytes at random offsets covering the first N*BS bytes exactly once,
 # written with crc32c and a header naming each block's offset, at iodepth
@@ -128,7 +125,7 @@ nvmf_bytes() { jq --arg j "$2" "[.jobs[] | select(.jobname == \$j) | .$3.io_byte
 # any mismatch fails fio (verify_fatal) and the test. One fio process runs
 # every job, one after another (stonewall): fio starts slowly in the VM.
 nvmf_fio_verify() {
-	local dev=$1 run bs depth n region jobs=() got
+	local dev=$1 run bs depth n region jobs=()
 	shift
 	for run in "$@"; do
 		read -r bs depth n <<< "$run"
@@ -140,17 +137,16 @@ nvmf_fio_verify() {
 	done
 	nvmf_fio verify --filename="$dev" --ioengine=libaio --direct=1 --verify=crc32c \
 		--verify_fatal=1 "${jobs[@]}"
+	# every job's name, bytes read and bytes written, in one jq call
+	jq -r '.jobs[] | "\(.jobname) \(.read.io_bytes) \(.write.io_bytes)"' "$TMP/verify.json" \
+		>"$TMP/verify.bytes" || fail "fio verify: unreadable JSON"
 	for run in "$@"; do
 		read -r bs depth n <<< "$run"
 		region=$((bs * n))
-		got=$(nvmf_bytes verify "w-$bs-$depth" write)
-		[ "$got" = "$region" ] || fail "fio job w-$bs-$depth wrote $got bytes, expected $region"
-		got=$(nvmf_bytes verify "w-$bs-$depth" read)
-		[ "$got" = "$region" ] || fail "fio job w-$bs-$depth verified $got bytes, expected $region"
-		got=$(nvmf_bytes verify "r-$bs-$depth" read)
-		[ "$got" = "$region" ] || fail "fio job r-$bs-$depth verified $got bytes, expected $region"
-		got=$(nvmf_bytes verify "r-$bs-$depth" write)
-		[ "$got" = 0 ] || fail "fio job r-$bs-$depth wrote $got bytes, expected 0"
+		grep -qx "w-$bs-$depth $region $region" "$TMP/verify.bytes" ||
+			fail "fio job w-$bs-$depth: want $region bytes written and read back, got (name read write): $(grep "^w-$bs-$depth " "$TMP/verify.bytes")"
+		grep -qx "r-$bs-$depth $region 0" "$TMP/verify.bytes" ||
+			fail "fio job r-$bs-$depth: want $region bytes read and 0 written, got (name read write): $(grep "^r-$bs-$depth " "$TMP/verify.bytes")"
 	done
 }
 

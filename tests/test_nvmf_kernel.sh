@@ -92,5 +92,5 @@ for p in /sys/kernel/config/nvmet/ports/*/; do
 		fail "port $p ($ADDR $PORT) is still in configfs after stop"
 done
 [ -z "$(ls -d /sys/kernel/config/nullb/pcnvmf-* 2>/dev/null)" ] || fail "a null_blk device left after stop"
-ok "kernel-target stop, twice: nothing left in configfs"
+ok "kernel-target stop, twice: nothing left in configfs ($SECONDS s in all)"
 echo "PASS"
