@@ -135,7 +135,7 @@ nvmf_fio_verify() {
 			--name="r-$bs-$depth" --stonewall --rw=randread --bs="$bs" --iodepth="$depth"
 			--size="$region" --randseed="$bs$depth")
 	done
-	nvmf_fio verify --filename="$dev" --ioengine=libaio --direct=1 --verify=crc32c \
+	nvmf_fio verify --filename="$dev" --ioengine=libaio --direct=1 --verify=crc32c --verify_state_save=0 \
 		--verify_fatal=1 "${jobs[@]}"
 	# every job's name, bytes read and bytes written, in one jq call
 	jq -r '.jobs[] | "\(.jobname) \(.read.io_bytes) \(.write.io_bytes)"' "$TMP/verify.json" \
