@@ -56,11 +56,11 @@ nvmf_discover() {
 nvmf_find_dev() {
 	local d b
 	for d in /sys/class/nvme-subsystem/nvme-subsys* /sys/class/nvme/nvme*; do
-		[ -f "$d/subsysnqn" ] && [ "$(cat "$d/subsysnqn")" = "$1" ] || continue
+		[ -f "$d/subsysnqn" ] && [ "$(< "$d/subsysnqn")" = "$1" ] || continue
 		for b in "$d"/nvme*n*; do
 			b=${b##*/}
 			[[ "$b" =~ ^nvme[0-9]+n[0-9]+$ ]] || continue # not nvmeXcYnZ, a path
-			[ "$(cat "/sys/block/$b/nsid" 2>/dev/null || cat "$d/$b/nsid" 2>/dev/null)" = 1 ] || continue
+			[ -f "$d/$b/nsid" ] && [ "$(< "$d/$b/nsid")" = 1 ] || continue
 			[ -b "/dev/$b" ] && { echo "/dev/$b"; return 0; }
 		done
 	done
@@ -156,7 +156,7 @@ nvmf_disconnect() {
 	timeout 60 nvme disconnect -n "$1" >"$TMP/disconnect.out" 2>&1 ||
 		fail "nvme disconnect -n $1 failed (exit $?)"
 	grep -q "disconnected 1 controller(s)" "$TMP/disconnect.out" ||
-		fail "nvme disconnect -n $1: $(cat "$TMP/disconnect.out")"
+		fail "nvme disconnect -n $1: $(< "$TMP/disconnect.out")"
 	for _ in $(seq 100); do
 		[ -z "$(nvmf_find_dev "$1")" ] && return 0
 		sleep 0.1

@@ -20,6 +20,8 @@ set -u
 TARGET=${1:?usage: test_nvmf_kernel.sh path/to/tools/nvmf/kernel-target}
 . "$(dirname "$0")/testbed.sh"
 . "$(dirname "$0")/nvmf_lib.sh"
+# each step says when it ended, in seconds since the start
+step() { ok "$* [${SECONDS} s]"; }
 ADDR=$PC_TEST_ADDR
 PORT=4420
 NQN=nqn.2026-12.io.pollcore:test-kernel-target
@@ -42,7 +44,7 @@ pc_usage_error "--size: '1000K' is not a positive whole number of MiB" "$TARGET"
 pc_usage_error "--port: '0' is not a number from 1 to 65535" "$TARGET" start --addr "$ADDR" --nqn "$NQN" --size 1M --port 0
 pc_usage_error "--nqn: 'a b' is not an NQN" "$TARGET" start --addr "$ADDR" --nqn 'a b' --size 1M
 pc_usage_error "stop takes only --nqn" "$TARGET" stop --size 1M
-ok "kernel-target usage errors: exit 2 with a message"
+step "kernel-target usage errors: exit 2 with a message"
 
 # --- the device ------------------------------------------------------------------------
 pc_need_device
@@ -50,23 +52,23 @@ pc_need_device
 nvmf_need_initiator
 
 "$TARGET" start --addr "$ADDR" --port "$PORT" --nqn "$NQN" --size 256M >"$TMP/target.out" 2>&1 ||
-	fail "kernel-target start failed: $(cat "$TMP/target.out")"
+	fail "kernel-target start failed: $(< "$TMP/target.out")"
 started=1
 grep -q "^kernel-target: $NQN on rdma \[$ADDR\]:$PORT, namespace 1 = /dev/.* ($SIZE bytes)$" "$TMP/target.out" ||
-	fail "kernel-target start said: $(cat "$TMP/target.out")"
+	fail "kernel-target start said: $(< "$TMP/target.out")"
 "$TARGET" start --addr "$ADDR" --port "$PORT" --nqn "$NQN" --size 256M >"$TMP/again.err" 2>&1 &&
 	fail "a second start of $NQN succeeded"
-grep -q "subsystem $NQN is exported already" "$TMP/again.err" || fail "second start: $(cat "$TMP/again.err")"
-ok "$(cat "$TMP/target.out")"
+grep -q "subsystem $NQN is exported already" "$TMP/again.err" || fail "second start: $(< "$TMP/again.err")"
+step "$(< "$TMP/target.out")"
 
 nvmf_discover "$ADDR" "$PORT" "$NQN"
-ok "nvme discover -t rdma -a $ADDR -s $PORT lists $NQN"
+step "nvme discover -t rdma -a $ADDR -s $PORT lists $NQN"
 
 nvmf_connect "$ADDR" "$PORT" "$NQN"
 connected=1
 nvmf_listed "$NVMF_DEV"
 nvmf_check_size "$NVMF_DEV" "$SIZE"
-ok "nvme connect: $NVMF_DEV, in nvme list, $SIZE bytes (block layer and id-ns)"
+step "nvme connect: $NVMF_DEV, in nvme list, $SIZE bytes (block layer and id-ns)"
 
 # BS DEPTH BLOCKS: a few seconds each under TCG
 runs=("512 1 128" "512 32 512" "4096 1 128" "4096 32 512" "131072 1 16" "131072 32 64")
@@ -74,23 +76,23 @@ start=$SECONDS
 nvmf_fio_verify "$NVMF_DEV" "${runs[@]}"
 for run in "${runs[@]}"; do
 	read -r bs depth n <<< "$run"
-	ok "fio bs $bs iodepth $depth: $n blocks ($((bs * n)) bytes) written, verified, read again and verified"
+	step "fio bs $bs iodepth $depth: $n blocks ($((bs * n)) bytes) written, verified, read again and verified"
 done
-ok "fio: ${#runs[@]} runs in $((SECONDS - start)) s"
+step "fio: ${#runs[@]} runs in $((SECONDS - start)) s"
 
 nvmf_disconnect "$NQN"
 connected=0
-ok "nvme disconnect -n $NQN: 1 controller, device gone"
+step "nvme disconnect -n $NQN: 1 controller, device gone"
 
-"$TARGET" stop --nqn "$NQN" >"$TMP/stop.out" 2>&1 || fail "kernel-target stop failed: $(cat "$TMP/stop.out")"
+"$TARGET" stop --nqn "$NQN" >"$TMP/stop.out" 2>&1 || fail "kernel-target stop failed: $(< "$TMP/stop.out")"
 started=0
-"$TARGET" stop --nqn "$NQN" >"$TMP/stop2.out" 2>&1 || fail "a second kernel-target stop failed: $(cat "$TMP/stop2.out")"
+"$TARGET" stop --nqn "$NQN" >"$TMP/stop2.out" 2>&1 || fail "a second kernel-target stop failed: $(< "$TMP/stop2.out")"
 [ ! -e "/sys/kernel/config/nvmet/subsystems/$NQN" ] || fail "the subsystem is still in configfs after stop"
 for p in /sys/kernel/config/nvmet/ports/*/; do
 	[ -d "$p" ] || continue
-	[ "$(cat "$p/addr_traddr")" != "$ADDR" ] || [ "$(cat "$p/addr_trsvcid")" != "$PORT" ] ||
+	[ "$(< "$p/addr_traddr")" != "$ADDR" ] || [ "$(< "$p/addr_trsvcid")" != "$PORT" ] ||
 		fail "port $p ($ADDR $PORT) is still in configfs after stop"
 done
 [ -z "$(ls -d /sys/kernel/config/nullb/pcnvmf-* 2>/dev/null)" ] || fail "a null_blk device left after stop"
-ok "kernel-target stop, twice: nothing left in configfs ($SECONDS s in all)"
+step "kernel-target stop, twice: nothing left in configfs"
 echo "PASS"
