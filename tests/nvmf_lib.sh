@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: MIT
+# shellcheck shell=bash
 # Sourced by the NVMe-oF tests after tests/testbed.sh (which gives fail, ok
 # and $TMP): the Linux kernel's NVMe-oF/RDMA initiator (nvme-cli) against a
 # target, whichever it is (the kernel's nvmet-rdma through

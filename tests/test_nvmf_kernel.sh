@@ -6,7 +6,8 @@
 # repeat with pollcore's target.
 #   usage: test_nvmf_kernel.sh path/to/tools/nvmf/kernel-target
 #
-# Everywhere: kernel-target's bad usage is refused with exit 2.
+# Everywhere: kernel-target's bad usage is refused with exit 2 (a few cases;
+# each costs seconds in the VM).
 # On the test bed (in the VM, tools/rxe-vm --modules
 # nvme-rdma,nvmet-rdma,null_blk:nr_devices=0; run-tests starts it so): the
 # target starts; nvme discover lists its NQN; nvme connect gives a device
@@ -37,12 +38,8 @@ trap cleanup EXIT
 
 # --- usage (no device needed) ------------------------------------------------------------
 pc_usage_error "missing command: start or stop" "$TARGET"
-pc_usage_error "unknown command 'go'" "$TARGET" go
 pc_usage_error "--addr is required" "$TARGET" start --nqn "$NQN" --size 1M
-pc_usage_error "one of --size or --dev is required" "$TARGET" start --addr "$ADDR" --nqn "$NQN"
 pc_usage_error "--size: '1000K' is not a positive whole number of MiB" "$TARGET" start --addr "$ADDR" --nqn "$NQN" --size 1000K
-pc_usage_error "--port: '0' is not a number from 1 to 65535" "$TARGET" start --addr "$ADDR" --nqn "$NQN" --size 1M --port 0
-pc_usage_error "--nqn: 'a b' is not an NQN" "$TARGET" start --addr "$ADDR" --nqn 'a b' --size 1M
 pc_usage_error "stop takes only --nqn" "$TARGET" stop --size 1M
 step "kernel-target usage errors: exit 2 with a message"
 
