@@ -57,6 +57,7 @@ check_tool pollcore-topo $(opts_c "$t/pollcore-topo.c")
 check_tool pollcore-bench $(opts_c "$t"/bench/*.c)
 check_tool pollcore-blk $(opts_c "$t"/blk/*.c)
 check_tool pollcore-kv $(opts_c "$t"/kv/*.c)
+check_tool pollcore-nvmf $(opts_c "$t"/nvmf/*.c)
 check_tool pollcore-tune $(opts_py "$t/pollcore_tune.py" "$t/pollcore-tune")
 # a tool added to tools/meson.build needs a page too
 for exe in $(grep -oE "executable\('pollcore-[a-z-]+'" "$t/meson.build" | sed -E "s/.*'(.*)'/\1/"); do

@@ -267,11 +267,20 @@ START_TEST(test_flush_zeroes_dsm)
 	/* the SGL must hold NR + 1 ranges */
 	t_keyed(&s, host, 32);
 	ck_assert_uint_eq(st(&s), DNR(NVME_SC_SGL_DATA_LEN));
+	/* more, up to 256 ranges, as Linux sends (4096 bytes): only the NR + 1 are fetched */
+	rg[2].slba = 20;
+	memcpy(host, rg, sizeof(rg));
+	memset(host + sizeof(rg), 0xee, 4096 - sizeof(rg));
+	t_keyed(&s, host, 4096);
+	ck_assert_uint_eq(st(&s), 0);
+	ck_assert_int_eq(t_disks[0].discards, 3);
+	t_keyed(&s, host, 4096 + 16);
+	ck_assert_uint_eq(st(&s), DNR(NVME_SC_SGL_DATA_LEN));
 	/* hints only: success, nothing to do */
 	s.cdw11 = NVME_DSM_IDR;
 	t_keyed(&s, host, sizeof(rg));
 	ck_assert_uint_eq(st(&s), 0);
-	ck_assert_int_eq(t_disks[0].discards, 2);
+	ck_assert_int_eq(t_disks[0].discards, 3);
 }
 END_TEST
 

@@ -373,9 +373,17 @@ static void conn_accept(struct conn *c)
 		param.private_data = &priv;
 		param.private_data_len = sizeof(priv);
 	}
-	param.responder_resources = (uint8_t)PC_MIN(c->acc_initiator_depth,
+	/*
+	 * The request event's values are from this side's point of view
+	 * already (ib_cm swaps the REQ's): initiator_depth is what the peer
+	 * lets us have in flight (its responder resources), responder_resources
+	 * what it will have in flight towards us (its initiator depth). An
+	 * NVMe-oF host asks for responder resources only, and this side's
+	 * RDMA READs need an initiator depth (nvmet-rdma answers the same way).
+	 */
+	param.responder_resources = (uint8_t)PC_MIN(c->acc_responder_resources,
 						    w->dev->dev_attr.max_qp_rd_atom);
-	param.initiator_depth = (uint8_t)PC_MIN(c->acc_responder_resources,
+	param.initiator_depth = (uint8_t)PC_MIN(c->acc_initiator_depth,
 						w->dev->dev_attr.max_qp_init_rd_atom);
 	param.rnr_retry_count = 7;	/* credits prevent RNR; never fail on it */
 	param.retry_count = 7;

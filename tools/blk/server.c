@@ -49,38 +49,6 @@ struct blk_server {
 
 static struct pc_topo *topo; /* NULL with --no-numa, or when hwloc cannot load one */
 
-/* blk.h */
-void *blk_mem_alloc(size_t len, int node)
-{
-	void *p;
-
-	if (topo)
-		return pc_numa_alloc(topo, len, node);
-	if (posix_memalign(&p, 4096, len))
-		return NULL;
-	memset(p, 0, len); /* touched now: placed by first touch, not on the I/O path */
-	return p;
-}
-
-/* blk.h */
-void blk_mem_free(void *p, size_t len)
-{
-	if (topo)
-		pc_numa_free(topo, p, len);
-	else
-		free(p);
-}
-
-#if !BLK_HAVE_URING
-int blk_uring_open(struct blk_backend *b, const char *path, uint32_t bs)
-{
-	(void)b;
-	(void)bs;
-	fprintf(stderr, PROG " server: --file %s: built without liburing (meson -Dliburing, "
-			"Debian liburing-dev): only --ram is available\n", path);
-	return -ENOTSUP;
-}
-#endif
 
 static inline struct blk_wq *wq_of(struct blk_server *s, const struct pc_conn *conn)
 {
@@ -109,8 +77,6 @@ static void reply(struct blk_wq *wq, struct pc_msg *m, uint64_t tag, enum blk_st
 	}
 }
 
-static void wq_run(struct blk_wq *wq);
-
 static void io_finish(struct blk_io *io, enum blk_status st)
 {
 	struct blk_wq *wq = io->wq;
@@ -128,13 +94,12 @@ static void io_finish(struct blk_io *io, enum blk_status st)
 	}
 	reply(wq, io->msg, io->cmd.tag, st, NULL);
 	io->msg = NULL;
-	if (io->stage) {
-		wq->stage_free[wq->nstage_free++] = io->stage_idx;
-		io->stage = NULL;
-	}
 	io->next = wq->free_ios;
 	wq->free_ios = io;
-	wq_run(wq); /* the buffer may let a waiting command start */
+	if (io->stage) {
+		io->stage = NULL;
+		blk_stage_put(&wq->stage, io->stage_idx); /* may let a waiting command start */
+	}
 }
 
 /*
@@ -154,7 +119,7 @@ static void op_done(struct pc_op *op, int status)
 	} else if (io->cmd.opcode == BLK_OP_READ) {
 		io_finish(io, BLK_S_OK);
 	} else {
-		s->be.submit(&s->be, io->wq, io); /* WRITE: the data is here; store it */
+		s->be.submit(&s->be, io->wq->be, &io->bio); /* WRITE: the data is here; store it */
 	}
 }
 
@@ -169,7 +134,7 @@ static void io_rdma(struct blk_io *io, uint8_t code)
 	}
 	io->op = (struct pc_op){.code = code,
 				.local = io->stage,
-				.lkey = io->wq->lkey,
+				.lkey = io->wq->stage.lkey,
 				.len = io->cmd.len,
 				.remote_addr = io->cmd.addr,
 				.rkey = io->cmd.rkey,
@@ -182,8 +147,10 @@ static void io_rdma(struct blk_io *io, uint8_t code)
 	}
 }
 
-void blk_io_stored(struct blk_io *io, int res)
+/* The backend's outcome (store.h), on the worker. */
+static void io_stored(struct blk_bio *bio, int res)
 {
+	struct blk_io *io = pc_container_of(bio, struct blk_io, bio);
 	struct blk_server *s = io->wq->srv;
 
 	if (pc_unlikely(res)) {
@@ -202,34 +169,28 @@ void blk_io_stored(struct blk_io *io, int res)
 	}
 }
 
-/* Starts waiting commands while staging buffers are free. Not reentrant: the loop continues. */
-static void wq_run(struct blk_wq *wq)
+/* @io holds a staging buffer now: start its backend read or its RDMA READ. */
+static void io_staged(struct blk_io *io, uint8_t *buf, uint32_t idx)
 {
-	struct blk_server *s = wq->srv;
-	struct blk_io *io;
+	struct blk_server *s = io->wq->srv;
 
-	if (wq->running)
+	io->stage = buf;
+	io->stage_idx = idx;
+	if (pc_unlikely(io->gone)) { /* nobody to answer: the slot and buffer come back */
+		io_finish(io, BLK_S_XFER);
 		return;
-	wq->running = true;
-	while (wq->wait_head && wq->nstage_free) {
-		io = wq->wait_head;
-		wq->wait_head = io->next;
-		if (!wq->wait_head)
-			wq->wait_tail = NULL;
-		wq->nwaiting--;
-		io->next = NULL;
-		if (pc_unlikely(io->gone)) { /* nobody to answer: the slot comes back */
-			io_finish(io, BLK_S_XFER);
-			continue;
-		}
-		io->stage_idx = wq->stage_free[--wq->nstage_free];
-		io->stage = wq->stage_mem + (size_t)io->stage_idx * s->geom.max_io;
-		if (io->cmd.opcode == BLK_OP_READ)
-			s->be.submit(&s->be, wq, io);
-		else
-			io_rdma(io, PC_OP_READ);
 	}
-	wq->running = false;
+	io->bio.buf = buf;
+	if (io->cmd.opcode == BLK_OP_READ)
+		s->be.submit(&s->be, io->wq->be, &io->bio);
+	else
+		io_rdma(io, PC_OP_READ);
+}
+
+/* A staging buffer came back for a command that waited (store.h). */
+static void io_stage_ready(struct blk_stage_waiter *w, uint8_t *buf, uint32_t idx)
+{
+	io_staged(pc_container_of(w, struct blk_io, sw), buf, idx);
 }
 
 static void srv_on_msg(struct pc_msg *m, void *arg)
@@ -239,6 +200,8 @@ static void srv_on_msg(struct pc_msg *m, void *arg)
 	enum blk_status st;
 	struct blk_cmd cmd;
 	struct blk_io *io;
+	uint8_t *buf;
+	uint32_t idx;
 
 	if (pc_unlikely(m->type != PC_MSG_REQUEST)) {
 		wq->st.bad_cmds++; /* nothing to answer: commands come as requests */
@@ -267,22 +230,21 @@ static void srv_on_msg(struct pc_msg *m, void *arg)
 	io->next = NULL;
 	io->stage = NULL;
 	io->gone = false;
+	io->bio = (struct blk_bio){
+		.op = cmd.opcode == BLK_OP_READ	   ? BLK_BIO_READ
+		      : cmd.opcode == BLK_OP_WRITE ? BLK_BIO_WRITE
+						   : BLK_BIO_FLUSH,
+		.off = cmd.lba * s->geom.bs,
+		.len = cmd.len,
+		.done = io_stored,
+	};
 	if (cmd.opcode == BLK_OP_FLUSH) {
-		s->be.submit(&s->be, wq, io);
+		s->be.submit(&s->be, wq->be, &io->bio);
 		return;
 	}
-	if (!wq->nstage_free || wq->wait_head) {
-		wq->st.waits++;
-		if (wq->nwaiting + 1 > wq->st.max_waiting)
-			wq->st.max_waiting = wq->nwaiting + 1;
-	}
-	if (wq->wait_tail)
-		wq->wait_tail->next = io;
-	else
-		wq->wait_head = io;
-	wq->wait_tail = io;
-	wq->nwaiting++;
-	wq_run(wq);
+	io->sw.ready = io_stage_ready;
+	if (blk_stage_get(&wq->stage, &io->sw, &buf, &idx))
+		io_staged(io, buf, idx);
 }
 
 /*
@@ -297,21 +259,20 @@ static void srv_on_conn(struct pc_conn *conn, enum pc_conn_event ev, void *arg)
 	struct blk_server *s = arg;
 	struct blk_wq *wq = wq_of(s, conn);
 	struct pc_conn_info ci;
-	uint32_t rkey, k;
+	uint32_t k;
 
 	pc_conn_info(conn, &ci);
 	if (ev == PC_CONN_UP) {
 		atomic_fetch_add_explicit(&s->ups, 1, memory_order_relaxed);
-		wq->conns++;
-		if (!wq->mr) {
-			wq->mr = pc_mem_reg(conn, wq->stage_mem, wq->stage_len,
-					    IBV_ACCESS_LOCAL_WRITE, &wq->lkey, &rkey);
-			if (!wq->mr) {
-				fprintf(stderr, PROG " server: worker %u: cannot register %zu bytes "
-						     "of staging buffers: %s; closing qp 0x%x\n",
-					wq->idx, wq->stage_len, pc_last_error(), ci.qp_num);
-				pc_close(conn);
-			}
+		if (blk_stage_attach(&wq->stage, conn)) {
+			fprintf(stderr, PROG " server: worker %u: cannot register %zu bytes "
+					     "of staging buffers: %s; closing qp 0x%x\n",
+				wq->idx, wq->stage.len, pc_last_error(), ci.qp_num);
+			pc_conn_set_user(conn, NULL);
+			pc_close(conn);
+		} else {
+			pc_conn_set_user(conn, wq);
+			wq->conns++;
 		}
 		printf(PROG " server: %s qp 0x%x: connected on worker %d\n", ci.device, ci.qp_num,
 		       ci.worker);
@@ -327,9 +288,9 @@ static void srv_on_conn(struct pc_conn *conn, enum pc_conn_event ev, void *arg)
 			if (wq->ios[k].msg && wq->ios[k].msg->conn == conn)
 				wq->ios[k].gone = true;
 		atomic_fetch_add_explicit(&s->downs, 1, memory_order_relaxed);
-		if (!--wq->conns && wq->mr) {
-			pc_mem_dereg(wq->mr);
-			wq->mr = NULL;
+		if (pc_conn_user(conn)) { /* its attach succeeded */
+			wq->conns--;
+			blk_stage_detach(&wq->stage);
 		}
 	}
 	fflush(stdout);
@@ -345,11 +306,7 @@ static int wq_setup(struct blk_server *s, struct blk_wq *wq, struct pc_engine *e
 	wq->pw = pc_engine_worker(e, i);
 	wq->nios = SRV_RX_BUFS;
 	wq->ios = calloc(wq->nios, sizeof(*wq->ios));
-	wq->nstage = nstage;
-	wq->stage_free = calloc(nstage, sizeof(*wq->stage_free));
-	wq->stage_len = (size_t)nstage * s->geom.max_io;
-	wq->stage_mem = blk_mem_alloc(wq->stage_len, node);
-	if (!wq->pw || !wq->ios || !wq->stage_free || !wq->stage_mem) {
+	if (!wq->pw || !wq->ios || blk_stage_init(&wq->stage, nstage, s->geom.max_io, node)) {
 		fprintf(stderr, PROG " server: worker %u: out of memory for %u staging buffers\n",
 			i, nstage);
 		return -ENOMEM;
@@ -359,10 +316,7 @@ static int wq_setup(struct blk_server *s, struct blk_wq *wq, struct pc_engine *e
 		wq->ios[k].next = k + 1 < wq->nios ? &wq->ios[k + 1] : NULL;
 	}
 	wq->free_ios = wq->ios;
-	for (k = 0; k < nstage; k++)
-		wq->stage_free[k] = nstage - 1 - k;
-	wq->nstage_free = nstage;
-	return s->be.wq_init(&s->be, wq);
+	return s->be.wq_init(&s->be, wq->pw, i, &wq->be);
 }
 
 static void print_stats(struct blk_server *s)
@@ -377,7 +331,8 @@ static void print_stats(struct blk_server *s)
 			    " xfer_errors %" PRIu64 " io_errors %" PRIu64 " staging_waits %" PRIu64
 			    " max_waiting %" PRIu64 " replies_lost %" PRIu64 "\n",
 		       i, st->reads, st->bytes_read, st->writes, st->bytes_written, st->flushes,
-		       st->bad_cmds, st->xfer_errors, st->io_errors, st->waits, st->max_waiting,
+		       st->bad_cmds, st->xfer_errors, st->io_errors, s->wqs[i].stage.waits,
+		       s->wqs[i].stage.max_waiting,
 		       st->replies_lost);
 	}
 }
@@ -489,11 +444,12 @@ int blk_server_main(int argc, char **argv)
 	if (!o.no_numa && !pc_engine_stats(e, 0, &ws) && ws.numa_node >= 0) {
 		node = ws.numa_node;
 		topo = pc_topo_open();
+		blk_mem_topo(topo);
 	}
 	s.geom.bs = o.bs;
 	s.geom.max_io = o.bs > BLK_MAX_IO ? o.bs : BLK_MAX_IO;
-	if (o.ram ? blk_ram_open(&s.be, o.ram / o.bs * o.bs, o.bs, node)
-		  : blk_uring_open(&s.be, o.file, o.bs))
+	if (o.ram ? blk_ram_open(&s.be, PROG " server", o.ram / o.bs * o.bs, o.bs, node)
+		  : blk_uring_open(&s.be, PROG " server", o.file, o.bs))
 		goto out;
 	s.geom.nblocks = s.be.size / o.bs;
 	if (!blk_geom_valid(&s.geom)) {
@@ -531,14 +487,14 @@ out:
 	pc_engine_destroy(e);
 	for (i = 0; s.wqs && i < s.nwq; i++) {
 		if (s.be.wq_fini)
-			s.be.wq_fini(&s.be, &s.wqs[i]);
-		blk_mem_free(s.wqs[i].stage_mem, s.wqs[i].stage_len);
-		free(s.wqs[i].stage_free);
+			s.be.wq_fini(&s.be, s.wqs[i].be);
+		blk_stage_fini(&s.wqs[i].stage);
 		free(s.wqs[i].ios);
 	}
 	free(s.wqs);
 	if (s.be.close)
 		s.be.close(&s.be);
+	blk_mem_topo(NULL);
 	if (topo)
 		pc_topo_close(topo);
 	return rc;

@@ -125,9 +125,18 @@ enum nvmf_act nvmf_io(struct nvmf_queue *q, struct nvmf_req *req, size_t capsule
 		return NVMF_ACT_ZEROES;
 	case NVME_IO_DSM: {
 		uint32_t nr = (c->cdw10 & NVME_DSM_NR_MASK) + 1;
+		uint32_t want = nr * (uint32_t)sizeof(struct nvme_dsm_range);
 
-		st = nvmf_sgl_expect(req, NVMF_XFER_FROM_HOST,
-				     nr * (uint32_t)sizeof(struct nvme_dsm_range));
+		/*
+		 * Linux describes a buffer for the most ranges (4096 bytes)
+		 * whatever NR says, as nvmet and SPDK accept: an SGL longer
+		 * than the ranges, up to that, is fine, and only the ranges
+		 * are fetched. Shorter: Data SGL Length Invalid.
+		 */
+		if (req->xfer.len > want &&
+		    req->xfer.len <= NVME_DSM_RANGES_MAX * sizeof(struct nvme_dsm_range))
+			req->xfer.len = want;
+		st = nvmf_sgl_expect(req, NVMF_XFER_FROM_HOST, want);
 		if (st)
 			break;
 		/* only hints without AD: nothing to do */
