@@ -15,6 +15,7 @@
  * their own, never from the SRQ.
  */
 #include "dp_credit.h"
+#include "rndv_pvt.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -142,6 +143,10 @@ void dp_msg_release(struct pc_worker *w, struct msg *m)
 		}
 		if (c)
 			conn_put(w, c);
+		return;
+	}
+	if (pc_unlikely(m->pool == POOL_LARGE)) {
+		rndv_release(w, m, c);
 		return;
 	}
 	if (pc_unlikely(pc_pool_put(rx_pool(w, m), m->buf))) {
@@ -414,6 +419,11 @@ static void dp_recv(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
 		}
 		c->recv_credited++;
 		credits_take(c, wire_grant_expand(c->peer_grant_seen, h.grant));
+		/* a rendezvous descriptor or DONE: pollcore's own, never delivered */
+		if (pc_unlikely(h.type > WIRE_RESPONSE)) {
+			rndv_recv(w, c, m, &h);
+			return;
+		}
 		m->pub.len = len - HDR;
 		m->pub.type = h.type;
 		m->pub.req_id = h.req_id;
@@ -445,6 +455,28 @@ static void dp_recv(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
 		call_answer(w, c, m, call);
 	else
 		deliver(w, p, c, m);
+}
+
+/*
+ * A message read by rendezvous (rndv.c), bound to @c: counted and handed
+ * over as a received one is. Only once UP (READs are posted only then).
+ */
+void dp_deliver_read(struct pc_worker *w, struct conn *c, struct msg *m)
+{
+	void *call = NULL;
+
+	STAT_ADD(c->st->msgs_recv, 1);
+	STAT_ADD(c->st->bytes_recv, m->pub.len);
+	STAT_ADD(w->st.rx_msgs, 1);
+	if (m->pub.type == PC_MSG_RESPONSE && !response_matches(w, c, m->pub.req_id, &call)) {
+		dp_msg_release(w, m);
+		drain_fail(w, c, -EPROTO);
+		return;
+	}
+	if (call)
+		call_answer(w, c, m, call);
+	else
+		deliver(w, w->p, c, m);
 }
 
 /* After on_conn(UP): the messages that arrived before it, in order. */
@@ -498,6 +530,8 @@ static void sq_done(void *arg, void *vctx, bool failed)
 		/* flushed or failed: not known to have arrived */
 		if (failed)
 			dp_count_dropped(ra->w, ctx->conn, 1);
+		if (pc_unlikely(m->pool == POOL_LARGE))
+			rndv_msg_sent(ra->w, m, failed);
 		/* a call's request stays with its call until that ends */
 		if (pc_unlikely(m->call_done != NULL))
 			call_sent(ra->w, ctx->conn, m);
@@ -511,6 +545,12 @@ static void sq_done(void *arg, void *vctx, bool failed)
 		break;
 	case WR_MARKER:
 		ctx->conn->marker_done = true;
+		break;
+	case WR_RNDV_BIND:
+	case WR_RNDV_INV:
+	case WR_RNDV_READ:
+	case WR_RNDV_DONE:
+		rndv_sq_done(ra->w, ctx, failed);
 		break;
 	default: /* WR_CREDIT: nothing to give back */
 		break;
@@ -532,7 +572,8 @@ static const char *ctx_what(const struct wr_ctx *ctx)
 	case WR_OP: return op_of_ctx((struct wr_ctx *)ctx)->code == PC_OP_READ ? "RDMA_READ"
 									     : "RDMA_WRITE";
 	case WR_CREDIT: return "credit RDMA_WRITE";
-	default: return "drain marker";
+	case WR_MARKER: return "drain marker";
+	default: return rndv_what(ctx);
 	}
 }
 

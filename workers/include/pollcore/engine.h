@@ -118,6 +118,9 @@ enum pc_handoff {
 /* pc_engine_params.window when left 0: receive credits one peer may hold. */
 #define PC_WINDOW_DEFAULT 64u
 
+/* pc_engine_params.max_msg_size's default: 16 MiB. */
+#define PC_MAX_MSG_DEFAULT (16u << 20)
+
 /* What a worker does when there is nothing to do. */
 enum pc_idle {
 	PC_IDLE_AUTO = 0,	/* busy when pinned to a core of its own, hybrid otherwise */
@@ -332,6 +335,19 @@ struct pc_device_params {
  *                  closes (-ETIMEDOUT, "N calls unanswered"); default
  *                  @window (each holds a window slot: at @window the
  *                  connection could make no call any more).
+ * @max_msg_size: largest message, default PC_MAX_MSG_DEFAULT (16 MiB).
+ *                Above @msg_size a message goes by rendezvous: the
+ *                receiver RDMA-READs it from the sender's buffer, which
+ *                the sender exposes for that one read through a memory
+ *                window bound on the connection's own QP. A device without
+ *                type-2 memory windows gets none (said once in the log):
+ *                its limit is @msg_size. Set it to @msg_size to turn
+ *                rendezvous off (no large pool then).
+ * @large_pool_size: bytes of each worker's large-message pool (NUMA-local,
+ *                   registered, in blocks of 64 KiB doubling up to
+ *                   @max_msg_size), from which large messages are sent
+ *                   and into which they are read; default 2 x
+ *                   @max_msg_size, at least @max_msg_size.
  * @idle: PC_IDLE_AUTO (default): a worker bound to a core of the plan's
  *        busy-polls; an unbound one (no_numa, no topology, more workers
  *        than cores) would take its core from the application, the
@@ -407,6 +423,8 @@ struct pc_engine_params {
 	uint32_t ring_size;
 	uint32_t max_conns_per_worker;
 	uint32_t max_unanswered;
+	uint32_t max_msg_size;
+	uint64_t large_pool_size;
 	enum pc_idle idle;
 	uint32_t idle_spins;
 	uint32_t keepalive_ms;
@@ -526,6 +544,31 @@ PC_API int pc_close(struct pc_conn *conn);
 PC_API struct pc_msg *pc_msg_alloc(struct pc_conn *conn);
 
 /**
+ * pc_msg_alloc_size - a send buffer of @len bytes for @conn.
+ * @conn: a handle the caller may use (see "Lifetime" above).
+ * @len: the payload it must hold.
+ *
+ * Up to msg_size: pc_msg_alloc() (cap msg_size). Above: a buffer of the
+ * worker's large-message pool, whose cap is at least @len; sent with
+ * pc_send(), pc_call() or pc_reply() like any other, by rendezvous (the
+ * peer RDMA-READs it). It is back in the pool once the peer has read it
+ * and it was given back (sent or released). A received message above
+ * msg_size arrives the same way, its data in the large pool, and goes
+ * back with pc_msg_release() (or travels on with pc_send()/pc_reply()).
+ *
+ * The same threads as pc_msg_alloc() for @len up to msg_size; any thread
+ * above it (the large pool is shared under a spinlock, for a few
+ * instructions).
+ *
+ * Return: the message (len 0), or NULL with errno ENOBUFS (the large pool
+ * has no block of that size free now: backpressure, retry once messages
+ * were read or released), EMSGSIZE (@len is above the engine's
+ * max_msg_size or above the peer's, pc_conn_info()'s peer_max_large),
+ * or as pc_msg_alloc().
+ */
+PC_API struct pc_msg *pc_msg_alloc_size(struct pc_conn *conn, size_t len);
+
+/**
  * pc_send - send @msg (one-way); ownership passes to pollcore.
  * @msg: from pc_msg_alloc(), or a received message to send back.
  *
@@ -614,9 +657,15 @@ PC_API int pc_call_cancel(struct pc_conn *conn, uint64_t req_id);
  * pc_reply - answer a request in place: @req's buffer carries the response.
  * @req: a received PC_MSG_REQUEST; write the response into its data (up to
  *       cap bytes) and set len first. The data pointer must not move.
+ *       Or a response built in a buffer of its own (a response larger
+ *       than the request's cap: pc_msg_alloc_size() on the request's
+ *       connection): type PC_MSG_RESPONSE and req_id the request's; the
+ *       request is then the caller's to release.
  *
- * Return: as pc_send(); -EINVAL when @req is not a request or its data
- * pointer was moved.
+ * The same threads as pc_send().
+ *
+ * Return: as pc_send(); -EINVAL when @req is neither a request nor a
+ * response, or its data pointer was moved.
  */
 PC_API int pc_reply(struct pc_msg *req);
 
@@ -778,8 +827,9 @@ struct pc_conn_info {
 	uint32_t backlog;	/* messages waiting now */
 	uint32_t inflight_req;	/* requests awaiting a response */
 	uint32_t held;		/* buffers of this connection held by the app */
-	uint32_t peer_max_msg;	/* largest payload the peer accepts; 0: raw peer, not known */
+	uint32_t peer_max_msg;	/* largest payload the peer takes in one buffer; 0: raw peer */
 	uint32_t peer_window;	/* most credits the peer grants at once; 0: raw peer */
+	uint32_t peer_max_large;	/* largest message the peer takes by rendezvous; 0: raw peer */
 	uint32_t recv_depth;	/* raw: its receive queue's depth; 0: pollcore peer (SRQ) */
 	uint32_t recv_size;	/* raw: bytes one receive holds */
 	/* raw: the private data of its connect request, as on_request saw it (first bytes) */
@@ -794,8 +844,10 @@ struct pc_conn_info {
  *
  * Any thread. From DOWN on, the final counts, msgs_dropped included.
  * The peer's limits are known from UP on (pc_connect() has returned, or
- * on_conn(UP) runs): a pc_send() longer than @peer_max_msg fails with
- * -EMSGSIZE.
+ * on_conn(UP) runs): a message from pc_msg_alloc() longer than
+ * @peer_max_msg fails with -EMSGSIZE; one from pc_msg_alloc_size() above
+ * the engine's msg_size goes by rendezvous, up to @peer_max_large (the
+ * peer's max_msg_size; equal to @peer_max_msg when it has no rendezvous).
  */
 PC_API void pc_conn_info(const struct pc_conn *conn, struct pc_conn_info *info);
 
@@ -835,12 +887,16 @@ struct pc_worker_stats {
 	uint64_t stray_completions;	/* completions for a QP no longer known, or for WRs already retired */
 	uint64_t poll_errors;	/* ibv_poll_cq failures (logged once) */
 	uint64_t msgs_dropped;	/* accepted sends not delivered: their conn closed first */
+	uint64_t rndv_sent;	/* messages sent by rendezvous (their descriptors) */
+	uint64_t rndv_recv;	/* messages received by rendezvous (read and delivered) */
 	uint32_t conns;
 	uint32_t rx_held;	/* receive buffers held by the application */
 	uint32_t tx_held;	/* send buffers allocated and not yet sent */
 	uint32_t srq_outstanding;	/* receive buffers posted on the SRQ now */
 	uint32_t credits_out;	/* credits granted to peers, not yet used (<= srq_outstanding) */
 	uint32_t window;	/* what each credited connection may hold now: its share of the SRQ */
+	uint32_t large_used_kib;	/* large-message pool in use, KiB: sent, read or held */
+	uint32_t large_waiting;	/* descriptors received, waiting for room in the pool */
 };
 
 /*
@@ -856,8 +912,9 @@ struct pc_worker_stats {
 	X64(credit_piggybacks) X64(sleeps) X64(sleep_ns) \
 	X64(wakeups_cq) X64(wakeups_submit) X64(wakeups_poller) X64(poller_work) \
 	X64(poller_errors) X64(wc_errors) X64(stray_completions) \
-	X64(poll_errors) X64(msgs_dropped) \
-	X32(conns) X32(rx_held) X32(tx_held) X32(srq_outstanding) X32(credits_out) X32(window)
+	X64(poll_errors) X64(msgs_dropped) X64(rndv_sent) X64(rndv_recv) \
+	X32(conns) X32(rx_held) X32(tx_held) X32(srq_outstanding) X32(credits_out) X32(window) \
+	X32(large_used_kib) X32(large_waiting)
 
 /**
  * pc_engine_for_each_conn - visit every live connection.

@@ -1,0 +1,782 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Rendezvous: messages above msg_size, up to max_msg_size, read by the
+ * receiver from the sender's large-message pool through a memory window
+ * bound for that one message on the connection's own QP. See rndv_pvt.h
+ * for the exchange and the protection it relies on.
+ *
+ * Worker thread only, except pc_msg_alloc_size() and rndv_submit_check()
+ * (any thread), which touch only the pool's allocator, under its spinlock,
+ * and a block no other thread sees yet.
+ */
+#include "rndv_pvt.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "dp_credit.h"
+#include "log_pvt.h"
+
+#define HDR WIRE_HDR_LEN
+#define DONE_OFF 64u
+static_assert(HDR + sizeof(struct wire_rndv) <= DONE_OFF, "descriptor fits its half of the slot");
+static_assert(DONE_OFF + HDR + sizeof(struct wire_done) <= RNDV_SLOT, "DONE fits the other half");
+
+static inline uint32_t lm_index(const struct rndv_pool *rv, const struct lmsg *lm)
+{
+	return (uint32_t)(lm - rv->lm);
+}
+
+static inline char *lm_data(const struct rndv_pool *rv, const struct lmsg *lm)
+{
+	return rv->base + ((uint64_t)lm_index(rv, lm) << RNDV_MIN_SHIFT);
+}
+
+/* The pool's gauge; the caller holds the lock. */
+static inline void used_gauge(struct pc_worker *w)
+{
+	__atomic_store_n(&w->st.large_used_kib, (uint32_t)(buddy_used_bytes(&w->rv->bd) >> 10),
+			 __ATOMIC_RELAXED);
+}
+
+/* --- setup and teardown ------------------------------------------------------------------ */
+
+static atomic_bool said_no_mw;
+
+int rndv_setup(struct pc_worker *w, bool numa)
+{
+	const struct pc_engine_params *p = w->p;
+	struct pc_dev *d = w->dev;
+	int caps = d->dev_attr.device_cap_flags;
+	struct rndv_pool *rv;
+	uint32_t i, n;
+	int ret;
+
+	if (p->max_msg_size <= p->msg_size)
+		return 0;
+	if (!(caps & IBV_DEVICE_MEM_WINDOW) ||
+	    !(caps & (IBV_DEVICE_MEM_WINDOW_TYPE_2A | IBV_DEVICE_MEM_WINDOW_TYPE_2B))) {
+		if (!atomic_exchange(&said_no_mw, true))
+			pc_info("%s: no type-2 memory windows: no rendezvous, messages up to msg_size "
+				"(%u bytes)", d->name, p->msg_size);
+		return 0;
+	}
+	rv = calloc(1, sizeof(*rv));
+	if (!rv)
+		return -ENOMEM;
+	rv->size = (p->large_pool_size + (1ull << RNDV_MIN_SHIFT) - 1) &
+		   ~((1ull << RNDV_MIN_SHIFT) - 1);
+	rv->max_large = p->max_msg_size;
+	ret = buddy_init(&rv->bd, rv->size, RNDV_MIN_SHIFT);
+	if (ret)
+		goto err_rv;
+	n = rv->bd.nblocks;
+	rv->numa = numa;
+	rv->base = numa ? pc_numa_alloc(w->topo, rv->size, w->place->numa_node)
+			: aligned_alloc(4096, rv->size);
+	rv->slots = aligned_alloc(PC_CACHELINE, (size_t)n * RNDV_SLOT);
+	rv->lm = calloc(n, sizeof(*rv->lm));
+	ret = -ENOMEM;
+	if (!rv->base || !rv->slots || !rv->lm)
+		goto err_mem;
+	/* never REMOTE_READ: a peer reads only through a window bound for it */
+	rv->mr = ibv_reg_mr(d->pd, rv->base, rv->size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+	if (!rv->mr) {
+		ret = set_error(pc_neg_errno(-1), "%s: ibv_reg_mr of the large pool (%llu bytes): %s",
+				d->name, (unsigned long long)rv->size, strerror(errno));
+		goto err_mem;
+	}
+	rv->slots_mr = ibv_reg_mr(d->pd, rv->slots, (size_t)n * RNDV_SLOT, IBV_ACCESS_LOCAL_WRITE);
+	if (!rv->slots_mr) {
+		ret = set_error(pc_neg_errno(-1), "%s: ibv_reg_mr of the rendezvous slots: %s",
+				d->name, strerror(errno));
+		goto err_mr;
+	}
+	for (i = 0; i < n; i++) {
+		struct lmsg *lm = &rv->lm[i];
+
+		lm->m.w = w;
+		lm->m.pool = POOL_LARGE;
+		lm->m.ctx.kind = WR_MSG;
+		lm->m.rctx.kind = WR_RECV;
+		lm->bind_ctx.kind = WR_RNDV_BIND;
+		lm->inv_ctx.kind = WR_RNDV_INV;
+		lm->rd_ctx.kind = WR_RNDV_READ;
+		lm->done_ctx.kind = WR_RNDV_DONE;
+		lm->slot = rv->slots + (size_t)i * RNDV_SLOT;
+		lm->mw = ibv_alloc_mw(d->pd, IBV_MW_TYPE_2);
+		if (!lm->mw) {
+			ret = set_error(pc_neg_errno(-1), "%s: ibv_alloc_mw(type 2) %u of %u: %s",
+					d->name, i, n, strerror(errno));
+			goto err_mw;
+		}
+		lm->rkey = lm->mw->rkey;
+	}
+	pthread_spin_init(&rv->lock, PTHREAD_PROCESS_PRIVATE);
+	w->rv = rv;
+	pc_info("%s: rendezvous up to %u bytes, large pool %llu KiB (%u blocks of 64 KiB), "
+		"memory windows type 2%s", w->name, rv->max_large,
+		(unsigned long long)(rv->size >> 10), n,
+		caps & IBV_DEVICE_MEM_WINDOW_TYPE_2B ? "B" : "A");
+	return 0;
+
+err_mw:
+	for (i = 0; i < n; i++)
+		if (rv->lm[i].mw)
+			ibv_dealloc_mw(rv->lm[i].mw);
+	ibv_dereg_mr(rv->slots_mr);
+err_mr:
+	ibv_dereg_mr(rv->mr);
+err_mem:
+	free(rv->lm);
+	free(rv->slots);
+	if (rv->base && numa)
+		pc_numa_free(w->topo, rv->base, rv->size);
+	else
+		free(rv->base);
+	buddy_fini(&rv->bd);
+err_rv:
+	free(rv);
+	return ret;
+}
+
+void rndv_release_verbs(struct pc_worker *w)
+{
+	struct rndv_pool *rv = w->rv;
+	uint32_t i;
+
+	if (!rv)
+		return;
+	for (i = 0; rv->lm && i < rv->bd.nblocks; i++)
+		if (rv->lm[i].mw && !ibv_dealloc_mw(rv->lm[i].mw))
+			rv->lm[i].mw = NULL;
+	if (rv->mr && !ibv_dereg_mr(rv->mr))
+		rv->mr = NULL;
+	if (rv->slots_mr && !ibv_dereg_mr(rv->slots_mr))
+		rv->slots_mr = NULL;
+}
+
+void rndv_destroy(struct pc_worker *w)
+{
+	struct rndv_pool *rv = w->rv;
+
+	if (!rv)
+		return;
+	rndv_release_verbs(w);
+	w->rv = NULL;
+	free(rv->lm);
+	free(rv->slots);
+	if (rv->numa)
+		pc_numa_free(w->topo, rv->base, rv->size);
+	else
+		free(rv->base);
+	buddy_fini(&rv->bd);
+	pthread_spin_destroy(&rv->lock);
+	free(rv);
+}
+
+/* --- blocks -------------------------------------------------------------------------------- */
+
+/* A block of at least @len bytes, or NULL (-ENOBUFS). Any thread. */
+static struct lmsg *block_get(struct pc_worker *w, uint64_t len)
+{
+	struct rndv_pool *rv = w->rv;
+	struct lmsg *lm;
+	uint64_t off;
+	int64_t r;
+
+	pthread_spin_lock(&rv->lock);
+	r = buddy_alloc(&rv->bd, len, &off);
+	if (r > 0)
+		used_gauge(w);
+	pthread_spin_unlock(&rv->lock);
+	if (r <= 0)
+		return NULL;
+	lm = &rv->lm[off >> RNDV_MIN_SHIFT];
+	lm->size = (uint64_t)r;
+	lm->state = LM_IDLE;
+	lm->free_pending = false;
+	lm->done_busy = false;
+	lm->rx_counted = false;
+	lm->rv_conn = NULL;
+	lm->m.call_done = NULL;
+	lm->m.origin = NULL;
+	return lm;
+}
+
+/*
+ * Its window may still be valid (its QP went to ERR before the invalidate
+ * completed): a new one, so that no rkey given out before works on this
+ * block again. Closing connections only.
+ */
+static bool mw_renew(struct pc_worker *w, struct lmsg *lm)
+{
+	if (lm->mw && ibv_dealloc_mw(lm->mw))
+		pc_warn("%s: ibv_dealloc_mw of a rendezvous window: %s", w->name, strerror(errno));
+	lm->mw = ibv_alloc_mw(w->dev->pd, IBV_MW_TYPE_2);
+	if (!lm->mw) {
+		pc_warn("%s: ibv_alloc_mw(type 2): %s; a %llu KiB block of the large pool is "
+			"retired", w->name, strerror(errno), (unsigned long long)(lm->size >> 10));
+		return false;
+	}
+	lm->rkey = lm->mw->rkey;
+	lm->mw_dirty = false;
+	return true;
+}
+
+static void rndv_kick(struct pc_worker *w);
+
+static void lm_free(struct pc_worker *w, struct lmsg *lm)
+{
+	struct rndv_pool *rv = w->rv;
+	struct conn *c = lm->ref_conn;
+
+	if (lm->rx_counted && c)
+		c->rv.rx_bytes -= lm->size;
+	lm->rx_counted = false;
+	lm->ref_conn = NULL;
+	lm->free_pending = false;
+	if (pc_unlikely(lm->mw_dirty) && !mw_renew(w, lm)) {
+		lm->size = 0;	/* never given back: its window could not be renewed */
+	} else {
+		pthread_spin_lock(&rv->lock);
+		buddy_free(&rv->bd, (uint64_t)lm_index(rv, lm) << RNDV_MIN_SHIFT);
+		used_gauge(w);
+		pthread_spin_unlock(&rv->lock);
+		lm->size = 0;
+	}
+	if (c)
+		conn_put(w, c);
+	if (rv->wait)
+		rndv_kick(w);
+}
+
+/* Back to the pool once given back and no WR uses it any more. */
+static void lm_maybe_free(struct pc_worker *w, struct lmsg *lm)
+{
+	if (lm->free_pending && lm->state == LM_IDLE && !lm->done_busy)
+		lm_free(w, lm);
+}
+
+/* --- the application's side ---------------------------------------------------------------- */
+
+struct pc_msg *pc_msg_alloc_size(struct pc_conn *pconn, size_t len)
+{
+	struct conn *c = (struct conn *)pconn;
+	struct pc_worker *w = c->w;
+	struct rndv_pool *rv = w->rv;
+	struct lmsg *lm;
+	uint32_t peer;
+
+	if (pc_likely(len <= w->p->msg_size))
+		return pc_msg_alloc(pconn);
+	if (pc_unlikely(__atomic_load_n(&c->state, __ATOMIC_RELAXED) >= CONN_DRAINING)) {
+		errno = ENOTCONN;
+		return NULL;
+	}
+	peer = c->raw ? 0 : c->rv.peer_max_large;
+	if (!rv || len > rv->max_large || len > peer) {
+		set_error(-EMSGSIZE, "%s qp 0x%x: a message of %zu bytes exceeds %s maximum %u",
+			  c->devname, c->qpn, len, !rv || len > rv->max_large ? "the engine's" :
+			  "the peer's", !rv ? w->p->msg_size : len > rv->max_large ? rv->max_large
+									   : peer);
+		errno = EMSGSIZE;
+		return NULL;
+	}
+	lm = block_get(w, len);
+	if (!lm) {
+		errno = ENOBUFS;
+		return NULL;
+	}
+	/* the buffer keeps @c alive until it is back in the pool (engine.h) */
+	if (self_worker == w) {
+		c->refs_w++;
+	} else if (!conn_ref_app(c)) {
+		pthread_spin_lock(&rv->lock);
+		buddy_free(&rv->bd, (uint64_t)lm_index(rv, lm) << RNDV_MIN_SHIFT);
+		used_gauge(w);
+		pthread_spin_unlock(&rv->lock);
+		lm->size = 0;
+		errno = ENOTCONN;
+		return NULL;
+	}
+	lm->ref_conn = c;
+	lm->m.pub.data = lm_data(rv, lm);
+	lm->m.pub.len = 0;
+	lm->m.pub.cap = (uint32_t)PC_MIN(lm->size, (uint64_t)PC_MIN(rv->max_large, peer));
+	lm->m.pub.type = PC_MSG_ONEWAY;
+	lm->m.pub.req_id = 0;
+	lm->m.pub.user = NULL;
+	lm->m.pub.conn = pconn;
+	lm->m.ctx.conn = c;
+	lm->m.origin = c;
+	return &lm->m.pub;
+}
+
+int rndv_submit_check(const struct conn *c, struct msg *m)
+{
+	struct rndv_pool *rv = m->w->rv;
+	struct lmsg *lm = lm_of(m);
+
+	if (pc_unlikely(m->pub.data != lm_data(rv, lm)))
+		return set_error(-EINVAL, "message data pointer was moved");
+	if (pc_unlikely(c->raw))
+		return set_error(-EMSGSIZE, "%s qp 0x%x: a large-pool message to a raw peer, "
+				 "which has no rendezvous", c->devname, c->qpn);
+	if (pc_unlikely(m->pub.len > c->rv.peer_max_large))
+		return set_error(-EMSGSIZE, "%s qp 0x%x: message of %u bytes exceeds the peer's "
+				 "maximum %u", c->devname, c->qpn, m->pub.len, c->rv.peer_max_large);
+	return 0;
+}
+
+/* --- posting ----------------------------------------------------------------------------- */
+
+bool rndv_send_ready(struct pc_worker *w, struct conn *c, struct msg *m, uint32_t room)
+{
+	struct lmsg *lm = lm_of(m);
+
+	/* given back by a call that ended before its DONE: sent again once that came */
+	if (lm->state != LM_IDLE)
+		return false;
+	if (m->pub.len <= w->p->msg_size)
+		return room >= 1;
+	return room >= 2 && c->rv.tx_open < WIRE_RNDV_MAX && lm->mw;
+}
+
+void rndv_add_send(struct pc_worker *w, struct conn *c, struct msg *m)
+{
+	struct rndv_pool *rv = w->rv;
+	struct lmsg *lm = lm_of(m);
+	uint32_t len = m->pub.len;
+	struct ibv_send_wr *wr;
+
+	if (len <= w->p->msg_size) {
+		/* an ordinary message from a large buffer (a small reply in place): header, payload */
+		wire_hdr_fill((struct wire_hdr *)(void *)lm->slot, m->pub.type, len, m->pub.req_id,
+			      c->granted);
+		lm->sge[0] = (struct ibv_sge){ (uintptr_t)lm->slot, HDR, rv->slots_mr->lkey };
+		lm->sge[1] = (struct ibv_sge){ (uintptr_t)m->pub.data, len, rv->mr->lkey };
+		wr = chain_add(&w->chain);
+		wr->sg_list = lm->sge;
+		wr->num_sge = len ? 2 : 1;
+		wr->opcode = IBV_WR_SEND;
+		wr->send_flags = 0;
+		wr->wr_id = (uintptr_t)&m->ctx;
+	} else {
+		struct wire_rndv d = {
+			.inner = m->pub.type,
+			.addr = (uintptr_t)m->pub.data,
+			.len = len,
+		};
+
+		/* a new rkey per bind: one given out before never names these bytes again */
+		lm->gen++;
+		lm->rkey = ibv_inc_rkey(lm->rkey);
+		d.rkey = lm->rkey;
+		d.token = (uint64_t)lm->gen << 32 | lm_index(rv, lm);
+		wr = chain_add(&w->chain);
+		wr->opcode = IBV_WR_BIND_MW;
+		wr->num_sge = 0;
+		wr->send_flags = 0;
+		wr->wr_id = (uintptr_t)&lm->bind_ctx;
+		wr->bind_mw.mw = lm->mw;
+		wr->bind_mw.rkey = lm->rkey;
+		wr->bind_mw.bind_info = (struct ibv_mw_bind_info){
+			.mr = rv->mr,
+			.addr = (uintptr_t)m->pub.data,
+			.length = len,
+			.mw_access_flags = IBV_ACCESS_REMOTE_READ,
+		};
+		lm->bind_ctx.conn = c;
+		wire_hdr_fill((struct wire_hdr *)(void *)lm->slot, WIRE_RNDV, sizeof(d),
+			      m->pub.req_id, c->granted);
+		memcpy(lm->slot + HDR, &d, sizeof(d));
+		wr = chain_add(&w->chain);
+		wr->sg_list->addr = (uintptr_t)lm->slot;
+		wr->sg_list->length = HDR + sizeof(d);
+		wr->sg_list->lkey = rv->slots_mr->lkey;
+		wr->num_sge = 1;
+		wr->opcode = IBV_WR_SEND;
+		wr->send_flags = HDR + sizeof(d) <= c->max_inline ? IBV_SEND_INLINE : 0;
+		wr->wr_id = (uintptr_t)&m->ctx;
+		lm->state = LM_BOUND;
+		lm->rv_conn = c;
+		c->rv.tx_open++;
+		STAT_ADD(w->st.rndv_sent, 1);
+	}
+	m->ctx.conn = c;
+	STAT_ADD(c->st->msgs_sent, 1);
+	STAT_ADD(c->st->bytes_sent, len);
+}
+
+bool rndv_ready(struct pc_worker *w, struct conn *c, struct wr_ctx *ctx, uint32_t room)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+
+	(void)w;
+	if (!room)
+		return false;
+	if (ctx->kind != WR_RNDV_READ)
+		return true;
+	/* READs in flight stay within the QP's initiator depth, asked once */
+	if (pc_unlikely(!c->rv.rd_depth)) {
+		memset(&a, 0, sizeof(a));
+		c->rv.rd_depth = ibv_query_qp(c->qp, &a, IBV_QP_MAX_QP_RD_ATOMIC, &ia) ||
+				 !a.max_rd_atomic ? 1 : a.max_rd_atomic;
+	}
+	return c->rv.reads < c->rv.rd_depth;
+}
+
+void rndv_add(struct pc_worker *w, struct conn *c, struct wr_ctx *ctx)
+{
+	struct rndv_pool *rv = w->rv;
+	struct ibv_send_wr *wr = chain_add(&w->chain);
+	struct lmsg *lm;
+
+	wr->send_flags = 0;
+	wr->wr_id = (uintptr_t)ctx;
+	switch (ctx->kind) {
+	case WR_RNDV_READ:
+		lm = pc_container_of(ctx, struct lmsg, rd_ctx);
+		wr->sg_list->addr = (uintptr_t)lm_data(rv, lm);
+		wr->sg_list->length = lm->rd.len;
+		wr->sg_list->lkey = rv->mr->lkey;
+		wr->num_sge = 1;
+		wr->opcode = IBV_WR_RDMA_READ;
+		wr->wr.rdma.remote_addr = lm->rd.addr;
+		wr->wr.rdma.rkey = lm->rd.rkey;
+		c->rv.reads++;
+		break;
+	case WR_RNDV_INV:
+		lm = pc_container_of(ctx, struct lmsg, inv_ctx);
+		wr->num_sge = 0;
+		wr->opcode = IBV_WR_LOCAL_INV;
+		wr->invalidate_rkey = lm->rkey;
+		break;
+	default: { /* WR_RNDV_DONE; its credit is taken (flush_conn()) */
+		struct wire_done dn;
+
+		lm = pc_container_of(ctx, struct lmsg, done_ctx);
+		dn = (struct wire_done){ .token = lm->done_token };
+		wire_hdr_fill((struct wire_hdr *)(void *)(lm->slot + DONE_OFF), WIRE_DONE,
+			      sizeof(dn), 0, c->granted);
+		memcpy(lm->slot + DONE_OFF + HDR, &dn, sizeof(dn));
+		wr->sg_list->addr = (uintptr_t)(lm->slot + DONE_OFF);
+		wr->sg_list->length = HDR + sizeof(dn);
+		wr->sg_list->lkey = rv->slots_mr->lkey;
+		wr->num_sge = 1;
+		wr->opcode = IBV_WR_SEND;
+		wr->send_flags = HDR + sizeof(dn) <= c->max_inline ? IBV_SEND_INLINE : 0;
+		break;
+	}
+	}
+}
+
+/* --- completions --------------------------------------------------------------------------- */
+
+/* The sender's window is done with (invalidated, or its state unknown: @dirty). */
+static void tx_end(struct pc_worker *w, struct lmsg *lm, bool dirty)
+{
+	struct conn *c = lm->rv_conn;
+
+	if (dirty)
+		lm->mw_dirty = true;
+	lm->state = LM_IDLE;
+	lm->rv_conn = NULL;
+	c->rv.tx_open--;
+	lm_maybe_free(w, lm);
+}
+
+/* The descriptor's SEND completed (or failed): before the message is released or its call told. */
+void rndv_msg_sent(struct pc_worker *w, struct msg *m, bool failed)
+{
+	struct lmsg *lm = lm_of(m);
+
+	/* no DONE will come for it: its window may have been bound */
+	if (pc_unlikely(failed) && lm->state == LM_BOUND)
+		tx_end(w, lm, true);
+}
+
+static void read_done(struct pc_worker *w, struct lmsg *lm, bool failed, bool posted)
+{
+	struct conn *c = lm->rv_conn;
+	struct msg *m = &lm->m;
+
+	if (posted)
+		c->rv.reads--;
+	c->rv.rx_open--;
+	lm->state = LM_IDLE;
+	lm->rv_conn = NULL;
+	if (failed) {
+		/* the connection closes (dp_handle_wc()): nothing delivered, the block goes back */
+		lm->free_pending = true;
+		lm_maybe_free(w, lm);
+		return;
+	}
+	if (c->state == CONN_UP) {
+		lm->done_token = lm->rd.token;
+		lm->done_busy = true;
+		lm->done_ctx.conn = c;
+		dp_backlog_add(c, &lm->done_ctx);
+		dp_mark_dirty(w, c);
+	}
+	m->pub.data = lm_data(w->rv, lm);
+	m->pub.len = lm->rd.len;
+	m->pub.cap = (uint32_t)PC_MIN(lm->size, (uint64_t)w->rv->max_large);
+	m->pub.type = lm->rd.inner;
+	m->pub.req_id = lm->rd_req_id;
+	m->pub.user = NULL;
+	m->pub.conn = (struct pc_conn *)c;
+	m->ctx.conn = c;
+	m->origin = c;
+	STAT_ADD(w->st.rndv_recv, 1);
+	dp_deliver_read(w, c, m);
+}
+
+void rndv_sq_done(struct pc_worker *w, struct wr_ctx *ctx, bool failed)
+{
+	struct lmsg *lm;
+
+	switch (ctx->kind) {
+	case WR_RNDV_INV:
+		tx_end(w, pc_container_of(ctx, struct lmsg, inv_ctx), failed);
+		break;
+	case WR_RNDV_READ:
+		read_done(w, pc_container_of(ctx, struct lmsg, rd_ctx), failed, true);
+		break;
+	case WR_RNDV_DONE:
+		lm = pc_container_of(ctx, struct lmsg, done_ctx);
+		lm->done_busy = false;
+		lm_maybe_free(w, lm);
+		break;
+	default: /* WR_RNDV_BIND: a failure fails the descriptor after it too */
+		break;
+	}
+}
+
+/* A rendezvous WR still in the backlog of a closing connection. */
+void rndv_cancel(struct pc_worker *w, struct wr_ctx *ctx)
+{
+	if (ctx->kind == WR_RNDV_READ)
+		read_done(w, pc_container_of(ctx, struct lmsg, rd_ctx), true, false);
+	else
+		rndv_sq_done(w, ctx, true);
+}
+
+void rndv_release(struct pc_worker *w, struct msg *m, struct conn *origin)
+{
+	struct lmsg *lm = lm_of(m);
+
+	if (pc_unlikely(!lm->size || lm->free_pending)) {
+		pc_err("%s: large buffer %u given back twice (pc_msg_release() or a send of a "
+		       "message no longer yours); ignored", w->name, lm_index(w->rv, lm));
+		return;
+	}
+	/* worker teardown: its connection is gone already */
+	if (!origin)
+		lm->ref_conn = NULL;
+	lm->free_pending = true;
+	lm_maybe_free(w, lm);
+}
+
+/* --- receiving ------------------------------------------------------------------------------ */
+
+static void rndv_fail(struct pc_worker *w, struct conn *c, const char *why)
+{
+	set_error(-EPROTO, "%s port %u qp 0x%x: %s; closing", w->dev->name, w->dev->port, c->qpn,
+		  why);
+	drain_fail(w, c, -EPROTO);
+}
+
+/* Starts reading @d into a block, if there is room and the conn is within its share. */
+static bool start_read(struct pc_worker *w, struct conn *c, const struct wire_rndv *d,
+		       uint64_t req_id)
+{
+	struct rndv_pool *rv = w->rv;
+	uint64_t share = rv->size / PC_MAX(w->ncredited, 1u);
+	struct lmsg *lm;
+
+	/* one message at a time at least; more only within its share of the pool */
+	if (c->rv.rx_bytes && c->rv.rx_bytes + d->len > share)
+		return false;
+	lm = block_get(w, d->len);
+	if (!lm)
+		return false;
+	lm->state = LM_READ;
+	lm->rv_conn = c;
+	lm->ref_conn = c;
+	c->refs_w++;
+	lm->rx_counted = true;
+	c->rv.rx_bytes += lm->size;
+	lm->rd = *d;
+	lm->rd_req_id = req_id;
+	lm->rd_ctx.conn = c;
+	dp_backlog_add(c, &lm->rd_ctx);
+	if (c->state == CONN_UP)
+		dp_mark_dirty(w, c);
+	return true;
+}
+
+static void wait_gauge(struct pc_worker *w)
+{
+	__atomic_store_n(&w->st.large_waiting, w->rv->waiting, __ATOMIC_RELAXED);
+}
+
+/* Room came back: the waiting descriptors, in order per conn, conn after conn. */
+static void rndv_kick(struct pc_worker *w)
+{
+	struct rndv_pool *rv = w->rv;
+	struct conn **pp = &rv->wait, *c;
+
+	while ((c = *pp)) {
+		struct rndv_conn *r = &c->rv;
+
+		while (r->pend_n && start_read(w, c, &r->pend[r->pend_head], r->pend_req[r->pend_head])) {
+			r->pend_head = (r->pend_head + 1) % WIRE_RNDV_MAX;
+			r->pend_n--;
+			rv->waiting--;
+		}
+		if (!r->pend_n) {
+			*pp = r->wait_next;
+			r->waiting = false;
+		} else {
+			pp = &r->wait_next;
+		}
+	}
+	wait_gauge(w);
+}
+
+static void wait_del(struct pc_worker *w, struct conn *c)
+{
+	struct conn **pp;
+
+	for (pp = &w->rv->wait; *pp; pp = &(*pp)->rv.wait_next)
+		if (*pp == c) {
+			*pp = c->rv.wait_next;
+			break;
+		}
+	c->rv.waiting = false;
+}
+
+static void desc_recv(struct pc_worker *w, struct conn *c, const void *payload, uint32_t len,
+		      uint64_t req_id)
+{
+	struct rndv_pool *rv = w->rv;
+	struct rndv_conn *r = &c->rv;
+	struct wire_rndv d;
+	char why[160];
+
+	if (wire_rndv_check(payload, len, w->p->msg_size, rv ? rv->max_large : 0, &d, why,
+			    sizeof(why))) {
+		rndv_fail(w, c, why);
+		return;
+	}
+	if (r->rx_open >= WIRE_RNDV_MAX) {
+		snprintf(why, sizeof(why), "more than %u rendezvous descriptors unanswered",
+			 WIRE_RNDV_MAX);
+		rndv_fail(w, c, why);
+		return;
+	}
+	r->rx_open++;
+	if (!r->pend_n && start_read(w, c, &d, req_id))
+		return;
+	/* no room now: in order, read as room comes back (rndv_kick()) */
+	r->pend[(r->pend_head + r->pend_n) % WIRE_RNDV_MAX] = d;
+	r->pend_req[(r->pend_head + r->pend_n) % WIRE_RNDV_MAX] = req_id;
+	r->pend_n++;
+	rv->waiting++;
+	if (!r->waiting) {
+		r->waiting = true;
+		r->wait_next = rv->wait;
+		rv->wait = c;
+	}
+	wait_gauge(w);
+}
+
+static void done_recv(struct pc_worker *w, struct conn *c, const void *payload, uint32_t len)
+{
+	struct rndv_pool *rv = w->rv;
+	struct wire_done dn;
+	struct lmsg *lm = NULL;
+	uint32_t idx;
+	char why[160];
+
+	if (wire_done_check(payload, len, &dn)) {
+		snprintf(why, sizeof(why), "malformed rendezvous DONE (%u bytes)", len);
+		rndv_fail(w, c, why);
+		return;
+	}
+	idx = (uint32_t)dn.token;
+	if (rv && idx < rv->bd.nblocks)
+		lm = &rv->lm[idx];
+	if (!lm || lm->state != LM_BOUND || lm->rv_conn != c || lm->gen != (uint32_t)(dn.token >> 32)) {
+		snprintf(why, sizeof(why), "rendezvous DONE for token 0x%llx, which this connection "
+			 "has not sent", (unsigned long long)dn.token);
+		rndv_fail(w, c, why);
+		return;
+	}
+	if (dn.status)
+		pc_debug("%s qp 0x%x: the peer could not read rendezvous token 0x%llx: %s",
+			 w->dev->name, c->qpn, (unsigned long long)dn.token, strerror(-dn.status));
+	lm->state = LM_INV;
+	lm->inv_ctx.conn = c;
+	dp_backlog_add(c, &lm->inv_ctx);
+	dp_mark_dirty(w, c);
+}
+
+/* A received WIRE_RNDV or WIRE_DONE (credit counted); @m goes back here. */
+void rndv_recv(struct pc_worker *w, struct conn *c, struct msg *m, const struct wire_hdr *h)
+{
+	char buf[sizeof(struct wire_rndv)];
+	uint32_t len = PC_MIN(h->len, (uint32_t)sizeof(buf));
+	uint64_t req_id = h->req_id;
+	uint8_t type = h->type;
+
+	memcpy(buf, (char *)m->buf->addr + HDR, len);
+	len = h->len;
+	dp_msg_release(w, m);
+	/* closing: nothing more is read, no window is invalidated (rndv_conn_close() did) */
+	if (c->state != CONN_UP && c->state != CONN_ATTACHED)
+		return;
+	if (type == WIRE_RNDV)
+		desc_recv(w, c, buf, len, req_id);
+	else
+		done_recv(w, c, buf, len);
+}
+
+/*
+ * @c is closing (its QP in ERR, its backlog given back): descriptors
+ * waiting for room are dropped, and windows still bound for it, whose DONE
+ * will not come, are renewed before their blocks are used again.
+ */
+void rndv_conn_close(struct pc_worker *w, struct conn *c)
+{
+	struct rndv_pool *rv = w->rv;
+	uint32_t i;
+
+	if (!rv)
+		return;
+	if (c->rv.waiting)
+		wait_del(w, c);
+	rv->waiting -= c->rv.pend_n;
+	c->rv.rx_open -= c->rv.pend_n;
+	c->rv.pend_n = 0;
+	wait_gauge(w);
+	for (i = 0; i < rv->bd.nblocks && c->rv.tx_open; i++) {
+		struct lmsg *lm = &rv->lm[i];
+
+		if (lm->size && lm->rv_conn == c && lm->state == LM_BOUND)
+			tx_end(w, lm, true);
+	}
+}
+
+const char *rndv_what(const struct wr_ctx *ctx)
+{
+	switch (ctx->kind) {
+	case WR_RNDV_BIND: return "rendezvous memory-window BIND";
+	case WR_RNDV_INV: return "rendezvous LOCAL_INV";
+	case WR_RNDV_READ: return "rendezvous RDMA_READ of the peer's descriptor";
+	default: return "rendezvous DONE";
+	}
+}
