@@ -1,0 +1,514 @@
+// SPDX-License-Identifier: MIT
+/*
+ * rdma suite: messages larger than msg_size, by rendezvous (workers/rndv.c).
+ *  - sizes 1 B, msg_size, msg_size + 1, 64 KiB + 3, 1 MiB, 16 MiB, every
+ *    byte compared: pc_send(), pc_call() with a completion (the response
+ *    as large as the request), pc_reply() of a large response to a small
+ *    request and of a small one in place of a large request; handler mode
+ *    and ring mode;
+ *  - a small pool: pc_msg_alloc_size() says -ENOBUFS, a receiver without
+ *    room queues descriptors, and nothing is lost;
+ *  - afterwards every block of both pools is back (large_used_kib 0);
+ *  - a hostile peer whose descriptor names memory it never bound: its READ
+ *    fails, only its connection closes, saying so; another connection on
+ *    the same worker keeps working.
+ */
+#include <pollcore/engine.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fault_peer.h"
+#include "pc_test.h"
+
+#define MSG_SIZE 4096u
+
+static const uint32_t sizes[] = { 1, MSG_SIZE, MSG_SIZE + 1, 64 * 1024 + 3, 1 << 20, 16 << 20 };
+
+static inline uint8_t pat(uint32_t i, uint32_t len, uint8_t salt)
+{
+	return (uint8_t)(i * 131u + len * 7u + salt);
+}
+
+static void fill(struct pc_msg *m, uint32_t len, uint8_t salt)
+{
+	uint8_t *d = m->data;
+
+	for (uint32_t i = 0; i < len; i++)
+		d[i] = pat(i, len, salt);
+	m->len = len;
+}
+
+static bool check(const struct pc_msg *m, uint32_t len, uint8_t salt)
+{
+	const uint8_t *d = m->data;
+
+	if (m->len != len)
+		return false;
+	for (uint32_t i = 0; i < len; i++)
+		if (d[i] != pat(i, len, salt))
+			return false;
+	return true;
+}
+
+/* --- the server: checks one-way messages, answers requests ----------------------------------- */
+
+static atomic_uint srv_ok, srv_bad, srv_down;
+static atomic_uint resp_len;	/* a request's response: this long (0: as long as the request) */
+static atomic_bool srv_slow;	/* hold each one-way message a little (the receiver's pool fills) */
+
+static void srv_handle(struct pc_msg *m)
+{
+	uint32_t want;
+	struct pc_msg *r;
+	int rc;
+
+	if (m->type == PC_MSG_ONEWAY) {
+		atomic_fetch_add(check(m, m->len, 1) ? &srv_ok : &srv_bad, 1);
+		if (atomic_load(&srv_slow))
+			usleep(2000);
+		ck_assert_int_eq(pc_msg_release(m), 0);
+		return;
+	}
+	ck_assert_int_eq(m->type, PC_MSG_REQUEST);
+	atomic_fetch_add(check(m, m->len, 1) ? &srv_ok : &srv_bad, 1);
+	want = atomic_load(&resp_len);
+	if (!want)
+		want = m->len;
+	if (want <= m->cap) {
+		/* in place: for a large request with a small answer, header and payload apart */
+		fill(m, want, 2);
+		rc = pc_reply(m);
+		ck_assert_msg(rc == 0, "reply in place: %d %s", rc, pc_last_error());
+		return;
+	}
+	/* larger than the request: a response of its own */
+	while (!(r = pc_msg_alloc_size(m->conn, want))) {
+		ck_assert_msg(errno == ENOBUFS, "response of %u: %s", want, strerror(errno));
+		usleep(100);
+	}
+	fill(r, want, 2);
+	r->type = PC_MSG_RESPONSE;
+	r->req_id = m->req_id;
+	rc = pc_reply(r);
+	ck_assert_msg(rc == 0, "reply: %d %s", rc, pc_last_error());
+	ck_assert_int_eq(pc_msg_release(m), 0);
+}
+
+static void srv_on_msg(struct pc_msg *m, void *arg)
+{
+	(void)arg;
+	srv_handle(m);
+}
+
+static void srv_on_conn(struct pc_conn *c, enum pc_conn_event ev, void *arg)
+{
+	(void)c;
+	(void)arg;
+	if (ev == PC_CONN_DOWN)
+		atomic_fetch_add(&srv_down, 1);
+}
+
+/* --- the client ------------------------------------------------------------------------------- */
+
+struct call {
+	atomic_uint runs;
+	atomic_int status;
+	uint32_t resp;		/* the response's length */
+	atomic_bool bytes_ok;
+};
+
+static void call_done(struct pc_msg *m, int status, void *arg)
+{
+	struct call *k = arg;
+
+	atomic_store(&k->bytes_ok, status == 0 && m->type == PC_MSG_RESPONSE &&
+				   check(m, k->resp, 2));
+	ck_assert_int_eq(pc_msg_release(m), 0);
+	atomic_store(&k->status, status);
+	atomic_fetch_add(&k->runs, 1);
+}
+
+static struct pc_engine *srv, *cli;
+static struct pc_conn *conn;
+static bool ring;
+
+static void cli_on_msg(struct pc_msg *m, void *arg)
+{
+	(void)arg;
+	ck_abort_msg("a message of type %u reached the client's on_msg", m->type);
+}
+
+static void start(enum pc_handoff mode, uint32_t cli_pool_mb, uint32_t srv_pool_mb,
+		  uint32_t max_msg)
+{
+	struct pc_engine_params sp = {
+		.on_conn = srv_on_conn, .on_msg = mode == PC_HANDOFF_HANDLER ? srv_on_msg : NULL,
+		.handoff = mode, .no_numa = true, .msg_size = MSG_SIZE, .max_msg_size = max_msg,
+		.large_pool_size = (uint64_t)srv_pool_mb << 20,
+	};
+	struct pc_engine_params cp = {
+		.no_numa = true, .handoff = mode, .msg_size = MSG_SIZE, .max_msg_size = max_msg,
+		.on_msg = mode == PC_HANDOFF_HANDLER ? cli_on_msg : NULL,
+		.large_pool_size = (uint64_t)cli_pool_mb << 20,
+	};
+	struct pc_conn_info in;
+
+	ring = mode == PC_HANDOFF_RING;
+	atomic_store(&srv_ok, 0);
+	atomic_store(&srv_bad, 0);
+	atomic_store(&srv_down, 0);
+	atomic_store(&resp_len, 0);
+	atomic_store(&srv_slow, false);
+	srv = pc_engine_create(&sp);
+	ck_assert_msg(srv, "server: %s", pc_last_error());
+	ck_assert_int_eq(pc_listen(srv, pc_test_addr(), 0), 0);
+	cli = pc_engine_create(&cp);
+	ck_assert_msg(cli, "client: %s", pc_last_error());
+	ck_assert_int_eq(pc_app_attach(cli, 0), 0);
+	if (ring)
+		ck_assert_int_eq(pc_app_attach(srv, 0), 0);
+	conn = pc_connect(cli, pc_test_addr(), pc_listen_port(srv), -1, 20000, NULL);
+	ck_assert_msg(conn, "connect: %s", pc_last_error());
+	pc_conn_info(conn, &in);
+	ck_assert_uint_eq(in.peer_max_large, max_msg ? max_msg : PC_MAX_MSG_DEFAULT);
+}
+
+/* Ring mode: the server's messages and the client's completions, on this thread. */
+static void pump(void)
+{
+	struct pc_msg *msgs[16];
+	int n, i;
+
+	if (!ring)
+		return;
+	n = pc_app_poll(srv, msgs, 16);
+	ck_assert_int_ge(n, 0);
+	for (i = 0; i < n; i++)
+		srv_handle(msgs[i]);
+	ck_assert_int_ge(pc_app_poll(cli, msgs, 16), 0);
+}
+
+static uint32_t used_kib(struct pc_engine *e)
+{
+	struct pc_worker_stats st;
+	uint32_t sum = 0;
+
+	for (unsigned int i = 0; i < pc_engine_nworkers(e); i++) {
+		ck_assert_int_eq(pc_engine_stats(e, i, &st), 0);
+		sum += st.large_used_kib;
+	}
+	return sum;
+}
+
+static uint64_t rndv_count(struct pc_engine *e, bool sent)
+{
+	struct pc_worker_stats st;
+	uint64_t sum = 0;
+
+	for (unsigned int i = 0; i < pc_engine_nworkers(e); i++) {
+		ck_assert_int_eq(pc_engine_stats(e, i, &st), 0);
+		sum += sent ? st.rndv_sent : st.rndv_recv;
+	}
+	return sum;
+}
+
+/* Every block of both pools is back (windows invalidated, buffers released). */
+static void wait_pools_empty(void)
+{
+	uint64_t end = pc_test_now_ms() + 20000;
+
+	while ((used_kib(cli) || used_kib(srv)) && pc_test_now_ms() < end) {
+		pump();
+		usleep(1000);
+	}
+	ck_assert_msg(!used_kib(cli) && !used_kib(srv), "large pools still in use: client %u KiB, "
+		      "server %u KiB", used_kib(cli), used_kib(srv));
+}
+
+static void stop(void)
+{
+	struct pc_conn_info in;
+
+	pc_conn_info(conn, &in);
+	ck_assert_uint_eq(in.msgs_dropped, 0);
+	ck_assert_uint_eq(atomic_load(&srv_down), 0);
+	pc_engine_destroy(cli);
+	pc_engine_destroy(srv);
+	pc_conn_put(conn);
+}
+
+static struct pc_msg *alloc_retry(uint32_t len)
+{
+	uint64_t end = pc_test_now_ms() + 30000;
+	struct pc_msg *m;
+
+	while (!(m = pc_msg_alloc_size(conn, len))) {
+		ck_assert_msg(errno == ENOBUFS, "alloc %u: %s", len, strerror(errno));
+		ck_assert(pc_test_now_ms() < end);
+		pump();
+		usleep(100);
+	}
+	ck_assert_uint_ge(m->cap, len);
+	return m;
+}
+
+static void wait_srv(unsigned int want)
+{
+	uint64_t end = pc_test_now_ms() + 60000;
+
+	while (atomic_load(&srv_ok) + atomic_load(&srv_bad) < want && pc_test_now_ms() < end) {
+		pump();
+		usleep(200);
+	}
+	ck_assert_uint_eq(atomic_load(&srv_bad), 0);
+	ck_assert_uint_eq(atomic_load(&srv_ok), want);
+}
+
+static void sends(enum pc_handoff mode)
+{
+	unsigned int i, n = PC_ARRAY_SIZE(sizes), large = 0;
+	int rc;
+
+	start(mode, 0, 0, 0);
+	for (i = 0; i < n; i++) {
+		struct pc_msg *m = alloc_retry(sizes[i]);
+
+		fill(m, sizes[i], 1);
+		while ((rc = pc_send(m)) == -ENOBUFS)
+			pump();
+		ck_assert_msg(rc == 0, "send %u: %d %s", sizes[i], rc, pc_last_error());
+		large += sizes[i] > MSG_SIZE;
+	}
+	wait_srv(n);
+	ck_assert_uint_eq(rndv_count(cli, true), large);
+	ck_assert_uint_eq(rndv_count(srv, false), large);
+	wait_pools_empty();
+	stop();
+}
+
+START_TEST(test_send_handler)
+{
+	sends(PC_HANDOFF_HANDLER);
+}
+END_TEST
+
+START_TEST(test_send_ring)
+{
+	sends(PC_HANDOFF_RING);
+}
+END_TEST
+
+/* One call of @req bytes answered with @resp bytes, its completion checked. */
+static void one_call(uint32_t req, uint32_t resp)
+{
+	static struct call k;
+	uint64_t end = pc_test_now_ms() + 60000;
+	struct pc_msg *m = alloc_retry(req);
+	int rc;
+
+	memset(&k, 0, sizeof(k));
+	k.resp = resp;
+	atomic_store(&resp_len, resp);
+	fill(m, req, 1);
+	while ((rc = pc_call(m, call_done, &k, 60000, NULL)) == -ENOBUFS || rc == -EAGAIN)
+		pump();
+	ck_assert_msg(rc == 0, "call %u/%u: %d %s", req, resp, rc, pc_last_error());
+	while (!atomic_load(&k.runs) && pc_test_now_ms() < end) {
+		pump();
+		usleep(100);
+	}
+	ck_assert_uint_eq(atomic_load(&k.runs), 1);
+	ck_assert_int_eq(atomic_load(&k.status), 0);
+	ck_assert_msg(atomic_load(&k.bytes_ok), "call %u -> %u: response bytes differ", req, resp);
+}
+
+static void calls(enum pc_handoff mode)
+{
+	unsigned int i, n = PC_ARRAY_SIZE(sizes);
+
+	start(mode, 0, 0, 0);
+	/* the response as large as the request: in place */
+	for (i = 0; i < n; i++)
+		one_call(sizes[i], sizes[i]);
+	/* a large response to a small request (pc_reply of a buffer of its own) */
+	one_call(10, 1 << 20);
+	one_call(MSG_SIZE, MSG_SIZE + 1);
+	/* a small answer in place of a large request (header and payload apart) */
+	one_call(1 << 20, 10);
+	one_call(64 * 1024 + 3, 0 + 1);
+	wait_srv(n + 4);
+	wait_pools_empty();
+	stop();
+}
+
+START_TEST(test_call_handler)
+{
+	calls(PC_HANDOFF_HANDLER);
+}
+END_TEST
+
+START_TEST(test_call_ring)
+{
+	calls(PC_HANDOFF_RING);
+}
+END_TEST
+
+/*
+ * A client pool of 2 MiB: two 1 MiB messages, then -ENOBUFS. A server pool
+ * of 1 MiB, its application slow: descriptors wait for room there. All of
+ * 24 messages arrive intact, and both pools are empty afterwards.
+ */
+START_TEST(test_exhaustion)
+{
+	enum { N = 24 };
+	struct pc_msg *a, *b;
+	unsigned int i;
+	int rc;
+
+	start(PC_HANDOFF_HANDLER, 2, 1, 1 << 20);
+	a = pc_msg_alloc_size(conn, 1 << 20);
+	b = pc_msg_alloc_size(conn, 1 << 20);
+	ck_assert_ptr_nonnull(a);
+	ck_assert_ptr_nonnull(b);
+	ck_assert_ptr_null(pc_msg_alloc_size(conn, 1 << 20));
+	ck_assert_int_eq(errno, ENOBUFS);
+	ck_assert_ptr_null(pc_msg_alloc_size(conn, 64 * 1024 + 1));
+	ck_assert_int_eq(errno, ENOBUFS);
+	/* above the limit: never */
+	ck_assert_ptr_null(pc_msg_alloc_size(conn, (1 << 20) + 1));
+	ck_assert_int_eq(errno, EMSGSIZE);
+	ck_assert_uint_eq(used_kib(cli), 2048);
+	ck_assert_int_eq(pc_msg_release(b), 0);
+	atomic_store(&srv_slow, true);
+	fill(a, 1 << 20, 1);
+	ck_assert_int_eq(pc_send(a), 0);
+	for (i = 1; i < N; i++) {
+		uint32_t len = i % 3 ? 1 << 20 : 300000 + i;
+		struct pc_msg *m = alloc_retry(len);
+
+		fill(m, len, 1);
+		while ((rc = pc_send(m)) == -ENOBUFS)
+			usleep(100);
+		ck_assert_int_eq(rc, 0);
+	}
+	wait_srv(N);
+	wait_pools_empty();
+	stop();
+}
+END_TEST
+
+/* --- a hostile peer --------------------------------------------------------------------------- */
+
+static atomic_uint h_down;
+static char h_why[512];
+static atomic_uint h_downs_qpn;
+
+static void h_on_conn(struct pc_conn *c, enum pc_conn_event ev, void *arg)
+{
+	struct pc_conn_info in;
+
+	(void)arg;
+	if (ev != PC_CONN_DOWN)
+		return;
+	pc_conn_info(c, &in);
+	snprintf(h_why, sizeof(h_why), "%s", pc_last_error());
+	atomic_store(&h_downs_qpn, in.qp_num);
+	atomic_fetch_add(&h_down, 1);
+}
+
+START_TEST(test_hostile_descriptor)
+{
+	struct pc_engine_params sp = {
+		.on_conn = h_on_conn, .on_msg = srv_on_msg, .no_numa = true, .msg_size = MSG_SIZE,
+	};
+	struct pc_engine_params cp = { .no_numa = true, .msg_size = MSG_SIZE };
+	struct fpeer_opts o = { .priv = FPEER_POLLCORE };
+	uint8_t buf[WIRE_HDR_LEN + sizeof(struct wire_rndv)];
+	struct wire_rndv d;
+	struct fpeer p;
+	struct pc_msg *m;
+	char qp[32];
+	uint64_t end;
+	int ret;
+
+	atomic_store(&srv_ok, 0);
+	atomic_store(&srv_bad, 0);
+	atomic_store(&h_down, 0);
+	srv = pc_engine_create(&sp);
+	ck_assert_msg(srv, "server: %s", pc_last_error());
+	ck_assert_int_eq(pc_listen(srv, pc_test_addr(), 0), 0);
+	cli = pc_engine_create(&cp);
+	ck_assert_msg(cli, "client: %s", pc_last_error());
+	ck_assert_int_eq(pc_app_attach(cli, 0), 0);
+	conn = pc_connect(cli, pc_test_addr(), pc_listen_port(srv), -1, 20000, NULL);
+	ck_assert_msg(conn, "connect: %s", pc_last_error());
+
+	memset(&p, 0, sizeof(p));
+	ret = fpeer_connect(&p, pc_test_addr(), pc_listen_port(srv), &o);
+	ck_assert_msg(ret == 0, "hostile peer: %s (%d)", p.why, ret);
+	ck_assert(p.srv_pollcore);
+	ck_assert_uint_eq(wire_cm_max_large(&p.srv), PC_MAX_MSG_DEFAULT);
+	end = pc_test_now_ms() + 10000;
+	while (!p.credit_word[0] && pc_test_now_ms() < end)
+		usleep(1000);
+	ck_assert_msg(p.credit_word[0], "no credit granted to the hostile peer");
+
+	/* a descriptor naming the peer's own memory, which it never exposed for reading */
+	d = (struct wire_rndv){ .inner = WIRE_ONEWAY, .rkey = p.mr->rkey,
+				.addr = (uintptr_t)p.mem, .len = 100000, .token = 1 };
+	wire_hdr_fill((struct wire_hdr *)(void *)buf, WIRE_RNDV, sizeof(d), 0, 0);
+	memcpy(buf + WIRE_HDR_LEN, &d, sizeof(d));
+	ck_assert_int_eq(fpeer_send(&p, buf, sizeof(buf)), 0);
+	fpeer_wait_sends(&p, 10000);
+
+	end = pc_test_now_ms() + 15000;
+	while (!atomic_load(&h_down) && pc_test_now_ms() < end) {
+		fpeer_poll(&p, 10);
+	}
+	ck_assert_msg(atomic_load(&h_down) == 1, "the server closed %u connections",
+		      atomic_load(&h_down));
+	ck_assert_uint_eq(atomic_load(&h_downs_qpn), p.srv_qpn);
+	snprintf(qp, sizeof(qp), "qp 0x%x", p.srv_qpn);
+	printf("hostile descriptor: DOWN of %s: '%s'\n", qp, h_why);
+	ck_assert_msg(strstr(h_why, "RDMA_READ") && strstr(h_why, qp) &&
+		      (strstr(h_why, "access") || strstr(h_why, "error")),
+		      "reason at DOWN: '%s'", h_why);
+	/* nothing reached the application from it */
+	ck_assert_uint_eq(atomic_load(&srv_ok) + atomic_load(&srv_bad), 0);
+	fpeer_destroy(&p);
+
+	/* the other connection, on the same worker, still works: a large message */
+	m = alloc_retry(1 << 20);
+	fill(m, 1 << 20, 1);
+	ck_assert_int_eq(pc_send(m), 0);
+	ring = false;
+	wait_srv(1);
+	ck_assert_uint_eq(atomic_load(&h_down), 1);
+	pc_engine_destroy(cli);
+	pc_engine_destroy(srv);
+	pc_conn_put(conn);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("rndv");
+	TCase *tc = tcase_create("rndv");
+
+	pc_test_require_rdma();
+	tcase_set_timeout(tc, 600);
+	tcase_add_test(tc, test_send_handler);
+	tcase_add_test(tc, test_send_ring);
+	tcase_add_test(tc, test_call_handler);
+	tcase_add_test(tc, test_call_ring);
+	tcase_add_test(tc, test_exhaustion);
+	tcase_add_test(tc, test_hostile_descriptor);
+	suite_add_tcase(s, tc);
+	return pc_test_run(s);
+}
