@@ -427,7 +427,8 @@ START_TEST(test_hostile_descriptor)
 	struct pc_engine_params sp = {
 		.on_conn = h_on_conn, .on_msg = srv_on_msg, .no_numa = true, .msg_size = MSG_SIZE,
 	};
-	struct pc_engine_params cp = { .no_numa = true, .msg_size = MSG_SIZE };
+	struct pc_engine_params cp = { .no_numa = true, .msg_size = MSG_SIZE,
+				       .handoff = PC_HANDOFF_RING };
 	struct fpeer_opts o = { .priv = FPEER_POLLCORE };
 	uint8_t buf[WIRE_HDR_LEN + sizeof(struct wire_rndv)];
 	struct wire_rndv d;
@@ -459,8 +460,13 @@ START_TEST(test_hostile_descriptor)
 		usleep(1000);
 	ck_assert_msg(p.credit_word[0], "no credit granted to the hostile peer");
 
-	/* a descriptor naming the peer's own memory, which it never exposed for reading */
-	d = (struct wire_rndv){ .inner = WIRE_ONEWAY, .rkey = p.mr->rkey,
+	/*
+	 * A descriptor naming memory the peer never exposed for reading: the
+	 * rkey of its credit word (16 bytes, REMOTE_WRITE only), the address
+	 * of its message slots (registered LOCAL_WRITE only, rkey 0 on rxe).
+	 */
+	ck_assert_uint_ne(p.credit_mr->rkey, 0);
+	d = (struct wire_rndv){ .inner = WIRE_ONEWAY, .rkey = p.credit_mr->rkey,
 				.addr = (uintptr_t)p.mem, .len = 100000, .token = 1 };
 	wire_hdr_fill((struct wire_hdr *)(void *)buf, WIRE_RNDV, sizeof(d), 0, 0);
 	memcpy(buf + WIRE_HDR_LEN, &d, sizeof(d));

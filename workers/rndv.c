@@ -378,6 +378,12 @@ void rndv_add_send(struct pc_worker *w, struct conn *c, struct msg *m)
 		wr->opcode = IBV_WR_BIND_MW;
 		wr->num_sge = 0;
 		wr->send_flags = 0;
+		/*
+		 * Observed on rxe (rdma-core 44): a BIND_MW whose imm_data is not 0
+		 * fails ibv_post_send with EINVAL; the chain's WRs are reused, and
+		 * a LOCAL_INV leaves its rkey in that union.
+		 */
+		wr->imm_data = 0;
 		wr->wr_id = (uintptr_t)&lm->bind_ctx;
 		wr->bind_mw.mw = lm->mw;
 		wr->bind_mw.rkey = lm->rkey;
@@ -550,7 +556,21 @@ void rndv_sq_done(struct pc_worker *w, struct wr_ctx *ctx, bool failed)
 		lm->done_busy = false;
 		lm_maybe_free(w, lm);
 		break;
-	default: /* WR_RNDV_BIND: a failure fails the descriptor after it too */
+	default: /* WR_RNDV_BIND */
+		lm = pc_container_of(ctx, struct lmsg, bind_ctx);
+		/*
+		 * Observed on rxe (rdma-core 44, kernel 6.1): a bind names the
+		 * window by mw->rkey, which must be the key the device has now, but
+		 * the provider never updates it after a bind: the window's second
+		 * bind failed (IBV_WC_MW_BIND_ERR). So it is set here, once the bind
+		 * is done; the next bind of this window comes only after its
+		 * invalidate completed, which retires this one first. A failed bind
+		 * fails the descriptor after it too; the window is renewed then.
+		 */
+		if (!failed)
+			lm->mw->rkey = lm->rkey;
+		else
+			lm->mw_dirty = true;
 		break;
 	}
 }
