@@ -14,7 +14,7 @@
  *   ---------------------------------+------------+------------------+--------
  *   pc_engine_create/destroy         |   yes (1)  |        no        |   no
  *   pc_listen, pc_connect            |   yes      |        no        |   no
- *   pc_msg_alloc                     |   yes (2)  |   yes (3)        |   no
+ *   pc_msg_alloc, pc_msg_alloc_size  |   yes (2)  |   yes (3)        |   no
  *   pc_send, pc_call, pc_reply,      |   yes (2)  |   yes (3)        |   no
  *   pc_msg_release, pc_rdma          |            |                  |
  *   pc_close, pc_conn_get/put,       |   yes      |   yes            |   yes
@@ -28,6 +28,8 @@
  *       mode: the slot keeps its stock of send buffers); the calls on a
  *       message and pc_rdma go to the worker through that worker's bounded
  *       MPSC submission ring, from any thread.
+ *       pc_msg_alloc_size() above msg_size needs no attach: the large
+ *       pool is shared under a spinlock.
  *   (3) on the worker that owns the connection: direct, no ring.
  *   (4) a syscall: in a callback such as on_conn(UP), never per message.
  *
