@@ -14,6 +14,7 @@
  *    the same worker keeps working.
  */
 #include <pollcore/engine.h>
+#include <pollcore/verbs.h>
 
 #include <errno.h>
 #include <pthread.h>
@@ -403,11 +404,14 @@ START_TEST(test_exhaustion)
 }
 END_TEST
 
-/* --- a hostile peer --------------------------------------------------------------------------- */
+/* --- hostile peers ----------------------------------------------------------------------------- */
 
 static atomic_uint h_down;
 static char h_why[512];
 static atomic_uint h_downs_qpn;
+static atomic_bool h_hold;		/* the server's application keeps what it gets */
+static struct pc_msg *h_held[64];
+static atomic_uint h_nheld;
 
 static void h_on_conn(struct pc_conn *c, enum pc_conn_event ev, void *arg)
 {
@@ -422,25 +426,36 @@ static void h_on_conn(struct pc_conn *c, enum pc_conn_event ev, void *arg)
 	atomic_fetch_add(&h_down, 1);
 }
 
-START_TEST(test_hostile_descriptor)
+static void h_on_msg(struct pc_msg *m, void *arg)
+{
+	unsigned int n;
+
+	if (atomic_load(&h_hold) && (n = atomic_load(&h_nheld)) < PC_ARRAY_SIZE(h_held)) {
+		h_held[n] = m;
+		atomic_store(&h_nheld, n + 1);
+		return;
+	}
+	srv_on_msg(m, arg);
+}
+
+/* A server (@pool_mb of large pool, @max_msg) and a good client connection to it. */
+static void h_start(uint32_t pool_mb, uint32_t max_msg)
 {
 	struct pc_engine_params sp = {
-		.on_conn = h_on_conn, .on_msg = srv_on_msg, .no_numa = true, .msg_size = MSG_SIZE,
+		.on_conn = h_on_conn, .on_msg = h_on_msg, .no_numa = true, .msg_size = MSG_SIZE,
+		.max_msg_size = max_msg, .large_pool_size = (uint64_t)pool_mb << 20,
+		/* the whole window granted at once: the hostile peer reads no grant in headers */
+		.min_window = PC_WINDOW_DEFAULT,
 	};
 	struct pc_engine_params cp = { .no_numa = true, .msg_size = MSG_SIZE,
-				       .handoff = PC_HANDOFF_RING };
-	struct fpeer_opts o = { .priv = FPEER_POLLCORE };
-	uint8_t buf[WIRE_HDR_LEN + sizeof(struct wire_rndv)];
-	struct wire_rndv d;
-	struct fpeer p;
-	struct pc_msg *m;
-	char qp[32];
-	uint64_t end;
-	int ret;
+				       .handoff = PC_HANDOFF_RING, .max_msg_size = max_msg };
 
 	atomic_store(&srv_ok, 0);
 	atomic_store(&srv_bad, 0);
 	atomic_store(&h_down, 0);
+	atomic_store(&h_hold, false);
+	atomic_store(&h_nheld, 0);
+	ring = false;
 	srv = pc_engine_create(&sp);
 	ck_assert_msg(srv, "server: %s", pc_last_error());
 	ck_assert_int_eq(pc_listen(srv, pc_test_addr(), 0), 0);
@@ -449,56 +464,269 @@ START_TEST(test_hostile_descriptor)
 	ck_assert_int_eq(pc_app_attach(cli, 0), 0);
 	conn = pc_connect(cli, pc_test_addr(), pc_listen_port(srv), -1, 20000, NULL);
 	ck_assert_msg(conn, "connect: %s", pc_last_error());
+}
 
-	memset(&p, 0, sizeof(p));
-	ret = fpeer_connect(&p, pc_test_addr(), pc_listen_port(srv), &o);
-	ck_assert_msg(ret == 0, "hostile peer: %s (%d)", p.why, ret);
-	ck_assert(p.srv_pollcore);
-	ck_assert_uint_eq(wire_cm_max_large(&p.srv), PC_MAX_MSG_DEFAULT);
+/* The hostile peer, up and granted its first credits. */
+static void h_peer_up(struct fpeer *p)
+{
+	struct fpeer_opts o = { .priv = FPEER_POLLCORE };
+	uint64_t end;
+	int ret;
+
+	memset(p, 0, sizeof(*p));
+	ret = fpeer_connect(p, pc_test_addr(), pc_listen_port(srv), &o);
+	ck_assert_msg(ret == 0, "hostile peer: %s (%d)", p->why, ret);
+	ck_assert(p->srv_pollcore);
 	end = pc_test_now_ms() + 10000;
-	while (!p.credit_word[0] && pc_test_now_ms() < end)
+	while (!p->credit_word[0] && pc_test_now_ms() < end)
 		usleep(1000);
-	ck_assert_msg(p.credit_word[0], "no credit granted to the hostile peer");
+	ck_assert_msg(p->credit_word[0], "no credit granted to the hostile peer");
+}
 
-	/*
-	 * A descriptor naming memory the peer never exposed for reading: the
-	 * rkey of its credit word (16 bytes, REMOTE_WRITE only), the address
-	 * of its message slots (registered LOCAL_WRITE only, rkey 0 on rxe).
-	 */
-	ck_assert_uint_ne(p.credit_mr->rkey, 0);
-	d = (struct wire_rndv){ .inner = WIRE_ONEWAY, .rkey = p.credit_mr->rkey,
-				.addr = (uintptr_t)p.mem, .len = 100000, .token = 1 };
-	wire_hdr_fill((struct wire_hdr *)(void *)buf, WIRE_RNDV, sizeof(d), 0, 0);
-	memcpy(buf + WIRE_HDR_LEN, &d, sizeof(d));
-	ck_assert_int_eq(fpeer_send(&p, buf, sizeof(buf)), 0);
-	fpeer_wait_sends(&p, 10000);
+static int h_send(struct fpeer *p, uint8_t type, const void *payload, uint32_t len)
+{
+	uint8_t buf[WIRE_HDR_LEN + 64];
 
-	end = pc_test_now_ms() + 15000;
-	while (!atomic_load(&h_down) && pc_test_now_ms() < end) {
-		fpeer_poll(&p, 10);
-	}
+	wire_hdr_fill((struct wire_hdr *)(void *)buf, type, len, 0, 0);
+	memcpy(buf + WIRE_HDR_LEN, payload, len);
+	return fpeer_send(p, buf, WIRE_HDR_LEN + len);
+}
+
+/*
+ * Only the hostile peer's connection closes, its reason naming its QP and
+ * @why; the good connection then carries a 1 MiB message; all stops.
+ */
+static void h_expect_closed_and_end(struct fpeer *p, const char *why, const char *why2)
+{
+	uint64_t end = pc_test_now_ms() + 15000;
+	struct pc_msg *m;
+	char qp[32];
+	unsigned int i;
+
+	while (!atomic_load(&h_down) && pc_test_now_ms() < end)
+		fpeer_poll(p, 10);
 	ck_assert_msg(atomic_load(&h_down) == 1, "the server closed %u connections",
 		      atomic_load(&h_down));
-	ck_assert_uint_eq(atomic_load(&h_downs_qpn), p.srv_qpn);
-	snprintf(qp, sizeof(qp), "qp 0x%x", p.srv_qpn);
-	printf("hostile descriptor: DOWN of %s: '%s'\n", qp, h_why);
-	ck_assert_msg(strstr(h_why, "RDMA_READ") && strstr(h_why, qp) &&
-		      (strstr(h_why, "access") || strstr(h_why, "error")),
-		      "reason at DOWN: '%s'", h_why);
-	/* nothing reached the application from it */
-	ck_assert_uint_eq(atomic_load(&srv_ok) + atomic_load(&srv_bad), 0);
-	fpeer_destroy(&p);
+	ck_assert_uint_eq(atomic_load(&h_downs_qpn), p->srv_qpn);
+	snprintf(qp, sizeof(qp), "qp 0x%x", p->srv_qpn);
+	printf("%s: DOWN of %s: '%s'\n", why, qp, h_why);
+	ck_assert_msg(strstr(h_why, qp) && strstr(h_why, why) && (!why2 || strstr(h_why, why2)),
+		      "reason at DOWN: '%s', expected '%s'", h_why, why);
+	fpeer_destroy(p);
+	/* what the application held goes back */
+	for (i = 0; i < atomic_load(&h_nheld); i++)
+		ck_assert_int_eq(pc_msg_release(h_held[i]), 0);
+	atomic_store(&h_hold, false);
+	atomic_store(&srv_ok, 0);
+	atomic_store(&srv_bad, 0);
 
 	/* the other connection, on the same worker, still works: a large message */
 	m = alloc_retry(1 << 20);
 	fill(m, 1 << 20, 1);
 	ck_assert_int_eq(pc_send(m), 0);
-	ring = false;
 	wait_srv(1);
 	ck_assert_uint_eq(atomic_load(&h_down), 1);
+	wait_pools_empty();
 	pc_engine_destroy(cli);
 	pc_engine_destroy(srv);
 	pc_conn_put(conn);
+}
+
+/* A descriptor naming memory the peer never exposed: its READ fails, its connection closes. */
+START_TEST(test_hostile_descriptor)
+{
+	struct wire_rndv d;
+	struct fpeer p;
+
+	h_start(0, 0);
+	h_peer_up(&p);
+	ck_assert_uint_eq(wire_cm_max_large(&p.srv), PC_MAX_MSG_DEFAULT);
+	/*
+	 * The rkey of its credit word (16 bytes, REMOTE_WRITE only), the address
+	 * of its message slots (registered LOCAL_WRITE only, rkey 0 on rxe).
+	 */
+	ck_assert_uint_ne(p.credit_mr->rkey, 0);
+	d = (struct wire_rndv){ .inner = WIRE_ONEWAY, .rkey = p.credit_mr->rkey,
+				.addr = (uintptr_t)p.mem, .len = 100000, .token = 1 };
+	ck_assert_int_eq(h_send(&p, WIRE_RNDV, &d, sizeof(d)), 0);
+	fpeer_wait_sends(&p, 10000);
+	h_expect_closed_and_end(&p, "RDMA_READ", "remote access error");
+	/* nothing reached the application from it (wait_srv() counted the good one only) */
+}
+END_TEST
+
+/* A DONE for a token this connection never sent. */
+START_TEST(test_hostile_done)
+{
+	struct wire_done dn = { .token = 0x700000003ull };
+	struct fpeer p;
+
+	h_start(0, 0);
+	h_peer_up(&p);
+	ck_assert_int_eq(h_send(&p, WIRE_DONE, &dn, sizeof(dn)), 0);
+	fpeer_wait_sends(&p, 10000);
+	h_expect_closed_and_end(&p, "DONE for token 0x700000003", NULL);
+}
+END_TEST
+
+/*
+ * Descriptors that READ fine, while the server's application keeps what it
+ * got: its pool (1 MiB) fills with the first, the next wait for room, and
+ * one more than WIRE_RNDV_MAX unanswered closes the connection.
+ */
+START_TEST(test_hostile_too_many)
+{
+	enum { LEN = 1 << 20 };
+	struct ibv_mr *mr;
+	struct wire_rndv d;
+	struct fpeer p;
+	void *mem;
+	unsigned int i;
+
+	h_start(1, LEN);
+	h_peer_up(&p);
+	mem = aligned_alloc(4096, LEN);
+	ck_assert_ptr_nonnull(mem);
+	memset(mem, 0x5a, LEN);
+	mr = ibv_reg_mr(p.pd, mem, LEN, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+	ck_assert_ptr_nonnull(mr);
+	atomic_store(&h_hold, true);
+	d = (struct wire_rndv){ .inner = WIRE_ONEWAY, .rkey = mr->rkey, .addr = (uintptr_t)mem,
+				.len = LEN, .token = 1 };
+	ck_assert_int_eq(h_send(&p, WIRE_RNDV, &d, sizeof(d)), 0);
+	/* the first is read and held by the application */
+	for (i = 0; i < 1000 && !atomic_load(&h_nheld); i++)
+		fpeer_poll(&p, 10);
+	ck_assert_uint_eq(atomic_load(&h_nheld), 1);
+	ck_assert_uint_eq(h_held[0]->len, LEN);
+	ck_assert_uint_eq(((uint8_t *)h_held[0]->data)[LEN - 1], 0x5a);
+	/* then WIRE_RNDV_MAX + 1 that wait for room, within the credits granted */
+	for (i = 0; i <= WIRE_RNDV_MAX; i++) {
+		d.token = 2 + i;
+		ck_assert_int_eq(h_send(&p, WIRE_RNDV, &d, sizeof(d)), 0);
+		fpeer_poll(&p, 1);
+	}
+	fpeer_wait_sends(&p, 10000);
+	h_expect_closed_and_end(&p, "more than 32 rendezvous descriptors unanswered", NULL);
+	ibv_dereg_mr(mr);
+	free(mem);
+}
+END_TEST
+
+/* --- what the design relies on, at the verbs level (pc_loopback) ----------------------------- */
+
+static int lb_post(struct ibv_qp *qp, struct ibv_send_wr *wr)
+{
+	struct ibv_send_wr *bad;
+
+	return ibv_post_send(qp, wr, &bad);
+}
+
+/* Posts @wr on @qp and returns its completion's status (-1: none in 3 s). */
+static int lb_do(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_send_wr *wr)
+{
+	struct ibv_wc wc;
+
+	wr->send_flags |= IBV_SEND_SIGNALED;
+	if (lb_post(qp, wr))
+		return -2;
+	if (pc_poll_wait(cq, &wc, 1, 3000) != 1)
+		return -1;
+	return wc.status;
+}
+
+static int lb_read(struct pc_loopback *lb, void *dst, uint32_t lkey, uint64_t raddr,
+		   uint32_t rkey, uint32_t len)
+{
+	struct ibv_sge sge = { (uintptr_t)dst, len, lkey };
+	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_READ,
+				  .wr.rdma = { raddr, rkey } };
+
+	return lb_do(lb->qp[1], lb->cq[1], &wr);
+}
+
+/*
+ * A window bound on qp[0] (the sender) serves qp[1]'s READs; after
+ * LOCAL_INV it serves none; the same window binds again with a new key once
+ * mw->rkey is set to the key bound before (rxe keeps the old one); and, for
+ * the record, whether rxe completes a SEND_WITH_INV of that key with
+ * IBV_WC_WITH_INV (not used: pollcore invalidates locally).
+ */
+START_TEST(test_mw_lifecycle)
+{
+	enum { LEN = 1 << 20 };
+	struct pc_dev *d = pc_dev_open(pc_test_device(), pc_test_port(), pc_test_gid_index());
+	struct pc_loopback lb;
+	struct ibv_mr *smr, *dmr;
+	struct ibv_mw *mw;
+	uint8_t *src, *dst;
+	uint32_t key;
+	struct ibv_send_wr bind, inv;
+
+	ck_assert_msg(d, "%s", pc_last_error());
+	ck_assert_int_eq(pc_loopback_create(d, &lb, 16, IBV_ACCESS_REMOTE_READ), 0);
+	src = aligned_alloc(4096, LEN);
+	dst = aligned_alloc(4096, LEN);
+	memset(src, 0xab, LEN);
+	smr = ibv_reg_mr(d->pd, src, LEN, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+	dmr = ibv_reg_mr(d->pd, dst, LEN, IBV_ACCESS_LOCAL_WRITE);
+	ck_assert(smr && dmr);
+	mw = ibv_alloc_mw(d->pd, IBV_MW_TYPE_2);
+	ck_assert_ptr_nonnull(mw);
+	for (int round = 0; round < 3; round++) {
+		key = ibv_inc_rkey(mw->rkey);
+		bind = (struct ibv_send_wr){ .opcode = IBV_WR_BIND_MW,
+			.bind_mw = { .mw = mw, .rkey = key, .bind_info = { .mr = smr,
+				.addr = (uintptr_t)src, .length = LEN,
+				.mw_access_flags = IBV_ACCESS_REMOTE_READ } } };
+		ck_assert_int_eq(lb_do(lb.qp[0], lb.cq[0], &bind), IBV_WC_SUCCESS);
+		/* the provider left mw->rkey alone: the next bind must name the key bound now */
+		mw->rkey = key;
+		memset(dst, 0, LEN);
+		ck_assert_int_eq(lb_read(&lb, dst, dmr->lkey, (uintptr_t)src, key, LEN),
+				 IBV_WC_SUCCESS);
+		ck_assert_uint_eq(dst[0], 0xab);
+		ck_assert_uint_eq(dst[LEN - 1], 0xab);
+		inv = (struct ibv_send_wr){ .opcode = IBV_WR_LOCAL_INV, .invalidate_rkey = key };
+		ck_assert_int_eq(lb_do(lb.qp[0], lb.cq[0], &inv), IBV_WC_SUCCESS);
+		/* invalidated: the same READ fails (and puts the pair in error) */
+		ck_assert_int_eq(lb_read(&lb, dst, dmr->lkey, (uintptr_t)src, key, 4096),
+				 IBV_WC_REM_ACCESS_ERR);
+		pc_loopback_destroy(&lb);
+		ck_assert_int_eq(pc_loopback_create(d, &lb, 16, IBV_ACCESS_REMOTE_READ), 0);
+	}
+	{
+		/* SEND_WITH_INV from qp[1] naming a window bound on qp[0]: what does rxe say? */
+		struct ibv_recv_wr rwr, *rbad;
+		struct ibv_sge rsge = { (uintptr_t)dst, 64, dmr->lkey };
+		struct ibv_send_wr snd = { .opcode = IBV_WR_SEND_WITH_INV, .num_sge = 0 };
+		struct ibv_wc wc;
+		int st, n;
+
+		key = ibv_inc_rkey(mw->rkey);
+		bind.bind_mw.rkey = key;
+		bind.send_flags = 0;
+		ck_assert_int_eq(lb_do(lb.qp[0], lb.cq[0], &bind), IBV_WC_SUCCESS);
+		mw->rkey = key;
+		rwr = (struct ibv_recv_wr){ .sg_list = &rsge, .num_sge = 1 };
+		ck_assert_int_eq(ibv_post_recv(lb.qp[0], &rwr, &rbad), 0);
+		snd.invalidate_rkey = key;
+		st = lb_do(lb.qp[1], lb.cq[1], &snd);
+		n = pc_poll_wait(lb.cq[0], &wc, 1, 3000);
+		printf("rxe SEND_WITH_INV of a type-2 window: send status %d (%s); receive: %d "
+		       "completion(s), status %s, wc_flags WITH_INV %d, invalidated_rkey 0x%x "
+		       "(bound 0x%x)\n", st, st >= 0 ? ibv_wc_status_str(st) : "none", n,
+		       n == 1 ? ibv_wc_status_str(wc.status) : "-",
+		       n == 1 && (wc.wc_flags & IBV_WC_WITH_INV) ? 1 : 0,
+		       n == 1 ? wc.invalidated_rkey : 0, key);
+	}
+	ibv_dealloc_mw(mw);
+	ibv_dereg_mr(smr);
+	ibv_dereg_mr(dmr);
+	pc_loopback_destroy(&lb);
+	pc_dev_close(d);
+	free(src);
+	free(dst);
 }
 END_TEST
 
@@ -509,12 +737,15 @@ int main(void)
 
 	pc_test_require_rdma();
 	tcase_set_timeout(tc, 600);
+	tcase_add_test(tc, test_mw_lifecycle);
 	tcase_add_test(tc, test_send_handler);
 	tcase_add_test(tc, test_send_ring);
 	tcase_add_test(tc, test_call_handler);
 	tcase_add_test(tc, test_call_ring);
 	tcase_add_test(tc, test_exhaustion);
 	tcase_add_test(tc, test_hostile_descriptor);
+	tcase_add_test(tc, test_hostile_done);
+	tcase_add_test(tc, test_hostile_too_many);
 	suite_add_tcase(s, tc);
 	return pc_test_run(s);
 }
