@@ -193,15 +193,27 @@ static struct lmsg *block_get(struct pc_worker *w, uint64_t len)
 	if (r <= 0)
 		return NULL;
 	lm = &rv->lm[off >> RNDV_MIN_SHIFT];
+	/*
+	 * A free block's state is LM_IDLE, free_pending, done_busy and
+	 * rx_counted false and rv_conn NULL (lm_free()): not written here, so
+	 * the worker may read them of any block (rndv_conn_close()).
+	 */
 	lm->size = (uint64_t)r;
-	lm->state = LM_IDLE;
-	lm->free_pending = false;
-	lm->done_busy = false;
-	lm->rx_counted = false;
-	lm->rv_conn = NULL;
 	lm->m.call_done = NULL;
 	lm->m.origin = NULL;
 	return lm;
+}
+
+/* Gives @lm's block back; the caller no longer touches @lm. Any thread. */
+static void block_put(struct pc_worker *w, struct lmsg *lm)
+{
+	struct rndv_pool *rv = w->rv;
+
+	/* the lock orders our writes to @lm before the next owner's (acquire/release) */
+	pthread_spin_lock(&rv->lock);
+	buddy_free(&rv->bd, (uint64_t)lm_index(rv, lm) << RNDV_MIN_SHIFT);
+	used_gauge(w);
+	pthread_spin_unlock(&rv->lock);
 }
 
 /*
@@ -239,11 +251,9 @@ static void lm_free(struct pc_worker *w, struct lmsg *lm)
 	if (pc_unlikely(lm->mw_dirty) && !mw_renew(w, lm)) {
 		lm->size = 0;	/* never given back: its window could not be renewed */
 	} else {
-		pthread_spin_lock(&rv->lock);
-		buddy_free(&rv->bd, (uint64_t)lm_index(rv, lm) << RNDV_MIN_SHIFT);
-		used_gauge(w);
-		pthread_spin_unlock(&rv->lock);
+		/* untouched from here: another thread may allocate it as soon as it is free */
 		lm->size = 0;
+		block_put(w, lm);
 	}
 	if (c)
 		conn_put(w, c);
@@ -292,11 +302,8 @@ struct pc_msg *pc_msg_alloc_size(struct pc_conn *pconn, size_t len)
 	if (self_worker == w) {
 		c->refs_w++;
 	} else if (!conn_ref_app(c)) {
-		pthread_spin_lock(&rv->lock);
-		buddy_free(&rv->bd, (uint64_t)lm_index(rv, lm) << RNDV_MIN_SHIFT);
-		used_gauge(w);
-		pthread_spin_unlock(&rv->lock);
 		lm->size = 0;
+		block_put(w, lm);
 		errno = ENOTCONN;
 		return NULL;
 	}
@@ -786,7 +793,8 @@ void rndv_conn_close(struct pc_worker *w, struct conn *c)
 	for (i = 0; i < rv->bd.nblocks && c->rv.tx_open; i++) {
 		struct lmsg *lm = &rv->lm[i];
 
-		if (lm->size && lm->rv_conn == c && lm->state == LM_BOUND)
+		/* state first: only the worker writes it, and a bound block is the worker's */
+		if (lm->state == LM_BOUND && lm->rv_conn == c)
 			tx_end(w, lm, true);
 	}
 }
