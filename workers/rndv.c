@@ -248,6 +248,9 @@ static void lm_free(struct pc_worker *w, struct lmsg *lm)
 	lm->rx_counted = false;
 	lm->ref_conn = NULL;
 	lm->free_pending = false;
+	/* its device gone (devloss.c), the windows went with it: nothing to renew */
+	if (w->released)
+		lm->mw_dirty = false;
 	if (pc_unlikely(lm->mw_dirty) && !mw_renew(w, lm)) {
 		lm->size = 0;	/* never given back: its window could not be renewed */
 	} else {
