@@ -72,7 +72,7 @@ static void srv_handle(struct pc_msg *m)
 	if (m->type == PC_MSG_ONEWAY) {
 		atomic_fetch_add(check(m, m->len, 1) ? &srv_ok : &srv_bad, 1);
 		if (atomic_load(&srv_slow))
-			usleep(2000);
+			usleep(5000);
 		ck_assert_int_eq(pc_msg_release(m), 0);
 		return;
 	}
@@ -207,6 +207,18 @@ static uint32_t used_kib(struct pc_engine *e)
 	return sum;
 }
 
+static uint32_t waiting(struct pc_engine *e)
+{
+	struct pc_worker_stats st;
+	uint32_t sum = 0;
+
+	for (unsigned int i = 0; i < pc_engine_nworkers(e); i++) {
+		ck_assert_int_eq(pc_engine_stats(e, i, &st), 0);
+		sum += st.large_waiting;
+	}
+	return sum;
+}
+
 static uint64_t rndv_count(struct pc_engine *e, bool sent)
 {
 	struct pc_worker_stats st;
@@ -230,6 +242,7 @@ static void wait_pools_empty(void)
 	}
 	ck_assert_msg(!used_kib(cli) && !used_kib(srv), "large pools still in use: client %u KiB, "
 		      "server %u KiB", used_kib(cli), used_kib(srv));
+	ck_assert_uint_eq(waiting(cli) + waiting(srv), 0);
 }
 
 static void stop(void)
@@ -370,6 +383,7 @@ START_TEST(test_exhaustion)
 	enum { N = 24 };
 	struct pc_msg *a, *b;
 	unsigned int i;
+	uint32_t seen = 0;
 	int rc;
 
 	start(PC_HANDOFF_HANDLER, 2, 1, 1 << 20);
@@ -391,12 +405,33 @@ START_TEST(test_exhaustion)
 	ck_assert_int_eq(pc_send(a), 0);
 	for (i = 1; i < N; i++) {
 		uint32_t len = i % 3 ? 1 << 20 : 300000 + i;
-		struct pc_msg *m = alloc_retry(len);
+		uint64_t end = pc_test_now_ms() + 30000;
+		struct pc_msg *m;
+
+		/* backpressure: ENOBUFS until the server has read what came before */
+		while (!(m = pc_msg_alloc_size(conn, len))) {
+			ck_assert_int_eq(errno, ENOBUFS);
+			ck_assert(pc_test_now_ms() < end);
+			seen = PC_MAX(seen, waiting(srv));
+			usleep(100);
+		}
 
 		fill(m, len, 1);
 		while ((rc = pc_send(m)) == -ENOBUFS)
 			usleep(100);
 		ck_assert_int_eq(rc, 0);
+		seen = PC_MAX(seen, waiting(srv));
+	}
+	/* the server's pool (one 1 MiB block) held descriptors back meanwhile */
+	{
+		uint64_t end = pc_test_now_ms() + 60000;
+
+		while (atomic_load(&srv_ok) + atomic_load(&srv_bad) < N && pc_test_now_ms() < end) {
+			seen = PC_MAX(seen, waiting(srv));
+			usleep(200);
+		}
+		printf("exhaustion: the server had up to %u descriptors waiting for room\n", seen);
+		ck_assert_uint_gt(seen, 0);
 	}
 	wait_srv(N);
 	wait_pools_empty();
