@@ -374,6 +374,58 @@ START_TEST(test_call_ring)
 END_TEST
 
 /*
+ * Both ways at once, more than WIRE_RNDV_MAX in flight each way: 200 calls
+ * of about 100 KB, up to the window (64) in flight, each answered in place
+ * (a large response). Each side's sends wait for the other's DONEs, which
+ * must not wait behind them.
+ */
+START_TEST(test_many_calls)
+{
+	enum { N = 200 };
+	static struct call k[N];
+	uint64_t end;
+	unsigned int i, done;
+	int rc;
+
+	start(PC_HANDOFF_HANDLER, 0, 0, 0);
+	memset(k, 0, sizeof(k));
+	for (i = 0; i < N; i++) {
+		uint32_t len = 100000 + i;
+		struct pc_msg *m = alloc_retry(len);
+
+		k[i].resp = len;
+		fill(m, len, 1);
+		end = pc_test_now_ms() + 60000;
+		while ((rc = pc_call(m, call_done, &k[i], 60000, NULL)) == -ENOBUFS ||
+		       rc == -EAGAIN) {
+			ck_assert(pc_test_now_ms() < end);
+			usleep(100);
+		}
+		ck_assert_msg(rc == 0, "call %u: %d %s", i, rc, pc_last_error());
+	}
+	end = pc_test_now_ms() + 120000;
+	do {
+		for (i = done = 0; i < N; i++)
+			done += atomic_load(&k[i].runs) != 0;
+		if (done == N)
+			break;
+		usleep(1000);
+	} while (pc_test_now_ms() < end);
+	for (i = 0; i < N; i++) {
+		ck_assert_msg(atomic_load(&k[i].runs) == 1, "call %u ran %u times", i,
+			      atomic_load(&k[i].runs));
+		ck_assert_int_eq(atomic_load(&k[i].status), 0);
+		ck_assert_msg(atomic_load(&k[i].bytes_ok), "call %u: response bytes differ", i);
+	}
+	wait_srv(N);
+	ck_assert_uint_eq(rndv_count(cli, true), N);
+	ck_assert_uint_eq(rndv_count(srv, true), N);
+	wait_pools_empty();
+	stop();
+}
+END_TEST
+
+/*
  * A client pool of 2 MiB: two 1 MiB messages, then -ENOBUFS. A server pool
  * of 1 MiB, in ring mode, its application (this thread) taking its messages
  * only now and then: descriptors wait for room there. All of 24 messages
@@ -782,6 +834,7 @@ int main(void)
 	tcase_add_test(tc, test_send_ring);
 	tcase_add_test(tc, test_call_handler);
 	tcase_add_test(tc, test_call_ring);
+	tcase_add_test(tc, test_many_calls);
 	tcase_add_test(tc, test_exhaustion);
 	tcase_add_test(tc, test_hostile_descriptor);
 	tcase_add_test(tc, test_hostile_done);

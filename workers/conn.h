@@ -270,6 +270,13 @@ struct rndv_conn {
 	struct wire_rndv pend[WIRE_RNDV_MAX];
 	uint64_t pend_req[WIRE_RNDV_MAX];
 	uint32_t pend_head, pend_n;
+	/*
+	 * READs, DONEs and LOCAL_INVs to post, in order: a queue apart from the
+	 * backlog, posted before it, so that they never wait behind a large
+	 * send that waits for them (both sides' sends at WIRE_RNDV_MAX, each
+	 * waiting for DONEs queued behind the other's).
+	 */
+	struct wr_ctx *q_head, **q_tail;	/* q_tail NULL: empty */
 	bool waiting;		/* on the pool's wait list */
 	struct conn *wait_next;
 };

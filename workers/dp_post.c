@@ -198,6 +198,25 @@ static pc_always_inline bool credit_spend(struct pc_worker *w, struct conn *c, u
 	return true;
 }
 
+/* Adds @c's queued rendezvous WRs to the chain, in order, while they may go (rndv_pvt.h). */
+static void flush_rndv(struct pc_worker *w, struct conn *c, uint32_t space, uint64_t granted)
+{
+	struct wr_chain *ch = &w->chain;
+
+	while (c->rv.q_head && ch->n < space) {
+		struct wr_ctx *ctx = c->rv.q_head;
+
+		/* a DONE is credited; a READ waits for the QP's initiator depth */
+		if (!rndv_ready(w, c, ctx, space - ch->n) ||
+		    (ctx->kind == WR_RNDV_DONE && !credit_spend(w, c, granted)))
+			break;
+		rndv_add(w, c, ctx);
+		c->rv.q_head = ctx->next;
+	}
+	if (!c->rv.q_head)
+		c->rv.q_tail = NULL;
+}
+
 /* Builds and posts one chain for @c: a credit grant, then its backlog. */
 static void flush_conn(struct pc_worker *w, struct conn *c)
 {
@@ -224,6 +243,9 @@ static void flush_conn(struct pc_worker *w, struct conn *c)
 		dp_refill_rq(w, c);
 	}
 	granted = c->granted;
+	/* rendezvous READs, DONEs, invalidates first: never behind a send that waits for them */
+	if (pc_unlikely(c->rv.q_head))
+		flush_rndv(w, c, space, granted);
 	while (c->bl_head && ch->n < space) {
 		struct wr_ctx *ctx = c->bl_head;
 
@@ -245,16 +267,8 @@ static void flush_conn(struct pc_worker *w, struct conn *c)
 			else
 				add_send(w, c, m);
 			STAT_ADD(w->st.tx_msgs, 1);
-		} else if (pc_likely(ctx->kind == WR_OP)) {
-			add_op(w, c, op_of_ctx(ctx));
 		} else {
-			/* rendezvous READ, LOCAL_INV, DONE (credited) */
-			if (!rndv_ready(w, c, ctx, space - ch->n) ||
-			    (ctx->kind == WR_RNDV_DONE && !credit_spend(w, c, granted))) {
-				stalled = true;
-				break;
-			}
-			rndv_add(w, c, ctx);
+			add_op(w, c, op_of_ctx(ctx));
 		}
 		c->bl_head = ctx->next;
 		STAT_ADD(c->backlog, (uint32_t)-1);
@@ -279,8 +293,8 @@ void dp_flush(struct pc_worker *w)
 		c->dirty = false;
 		if (c->state == CONN_UP) {
 			flush_conn(w, c);
-			/* waiting for credits, SRQ room or a probe to go: next turn */
-			if (c->bl_head || c->grant_pending || c->probe)
+			/* waiting for credits, SRQ room, a probe or a rendezvous WR to go: next turn */
+			if (c->bl_head || c->grant_pending || c->probe || c->rv.q_head)
 				dp_mark_dirty(w, c);
 			/* waiting for a send to carry a grant, or its deadline */
 			else if (c->granted != c->granted_published)

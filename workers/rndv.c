@@ -341,6 +341,16 @@ int rndv_submit_check(const struct conn *c, struct msg *m)
 
 /* --- posting ----------------------------------------------------------------------------- */
 
+/* Queues a READ, DONE or LOCAL_INV for @c's next flush (struct rndv_conn's q). */
+static void q_add(struct conn *c, struct wr_ctx *ctx)
+{
+	ctx->next = NULL;
+	if (!c->rv.q_tail)
+		c->rv.q_tail = &c->rv.q_head;
+	*c->rv.q_tail = ctx;
+	c->rv.q_tail = &ctx->next;
+}
+
 bool rndv_send_ready(struct pc_worker *w, struct conn *c, struct msg *m, uint32_t room)
 {
 	struct lmsg *lm = lm_of(m);
@@ -534,7 +544,7 @@ static void read_done(struct pc_worker *w, struct lmsg *lm, bool failed, bool po
 		lm->done_token = lm->rd.token;
 		lm->done_busy = true;
 		lm->done_ctx.conn = c;
-		dp_backlog_add(c, &lm->done_ctx);
+		q_add(c, &lm->done_ctx);
 		dp_mark_dirty(w, c);
 	}
 	m->pub.data = lm_data(w->rv, lm);
@@ -642,7 +652,7 @@ static bool start_read(struct pc_worker *w, struct conn *c, const struct wire_rn
 	lm->rd = *d;
 	lm->rd_req_id = req_id;
 	lm->rd_ctx.conn = c;
-	dp_backlog_add(c, &lm->rd_ctx);
+	q_add(c, &lm->rd_ctx);
 	if (c->state == CONN_UP)
 		dp_mark_dirty(w, c);
 	return true;
@@ -751,7 +761,7 @@ static void done_recv(struct pc_worker *w, struct conn *c, const void *payload, 
 			 w->dev->name, c->qpn, (unsigned long long)dn.token, strerror(-dn.status));
 	lm->state = LM_INV;
 	lm->inv_ctx.conn = c;
-	dp_backlog_add(c, &lm->inv_ctx);
+	q_add(c, &lm->inv_ctx);
 	dp_mark_dirty(w, c);
 }
 
@@ -793,6 +803,14 @@ void rndv_conn_close(struct pc_worker *w, struct conn *c)
 	c->rv.rx_open -= c->rv.pend_n;
 	c->rv.pend_n = 0;
 	wait_gauge(w);
+	/* READs, DONEs, invalidates never posted: as if flushed */
+	while (c->rv.q_head) {
+		struct wr_ctx *ctx = c->rv.q_head;
+
+		c->rv.q_head = ctx->next;
+		rndv_cancel(w, ctx);
+	}
+	c->rv.q_tail = NULL;
 	for (i = 0; i < rv->bd.nblocks && c->rv.tx_open; i++) {
 		struct lmsg *lm = &rv->lm[i];
 
