@@ -121,6 +121,12 @@ void rndv_conn_close(struct pc_worker *w, struct conn *c)
 	(void)c;
 }
 
+void rndv_conn_drained(struct pc_worker *w, struct conn *c)
+{
+	(void)w;
+	(void)c;
+}
+
 void rndv_cancel(struct pc_worker *w, struct wr_ctx *ctx)
 {
 	(void)w;

@@ -504,14 +504,26 @@ static atomic_uint h_downs_qpn;
 static atomic_bool h_hold;		/* the server's application keeps what it gets */
 static struct pc_msg *h_held[64];
 static atomic_uint h_nheld;
+static uint32_t h_keepalive_ms;		/* the server's keepalive_ms (0: default) */
+static atomic_bool h_capture;		/* keep h_up */
+static struct pc_conn *h_up[2];		/* the server's first two connections, referenced */
+static atomic_uint h_nup;
+static atomic_ullong h_down_ms;		/* when the DOWN came */
 
 static void h_on_conn(struct pc_conn *c, enum pc_conn_event ev, void *arg)
 {
 	struct pc_conn_info in;
+	unsigned int n;
 
 	(void)arg;
+	if (ev == PC_CONN_UP && atomic_load(&h_capture) &&
+	    (n = atomic_load(&h_nup)) < PC_ARRAY_SIZE(h_up)) {
+		h_up[n] = pc_conn_get(c);
+		atomic_store(&h_nup, n + 1);
+	}
 	if (ev != PC_CONN_DOWN)
 		return;
+	atomic_store(&h_down_ms, pc_test_now_ms());
 	pc_conn_info(c, &in);
 	snprintf(h_why, sizeof(h_why), "%s", pc_last_error());
 	atomic_store(&h_downs_qpn, in.qp_num);
@@ -537,7 +549,7 @@ static void h_start(uint32_t pool_mb, uint32_t max_msg)
 		.on_conn = h_on_conn, .on_msg = h_on_msg, .no_numa = true, .msg_size = MSG_SIZE,
 		.max_msg_size = max_msg, .large_pool_size = (uint64_t)pool_mb << 20,
 		/* the whole window granted at once: the hostile peer reads no grant in headers */
-		.min_window = PC_WINDOW_DEFAULT,
+		.min_window = PC_WINDOW_DEFAULT, .keepalive_ms = h_keepalive_ms,
 	};
 	struct pc_engine_params cp = { .no_numa = true, .msg_size = MSG_SIZE,
 				       .handoff = PC_HANDOFF_RING, .max_msg_size = max_msg };
@@ -547,6 +559,7 @@ static void h_start(uint32_t pool_mb, uint32_t max_msg)
 	atomic_store(&h_down, 0);
 	atomic_store(&h_hold, false);
 	atomic_store(&h_nheld, 0);
+	atomic_store(&h_nup, 0);
 	ring = false;
 	srv = pc_engine_create(&sp);
 	ck_assert_msg(srv, "server: %s", pc_last_error());
@@ -558,10 +571,10 @@ static void h_start(uint32_t pool_mb, uint32_t max_msg)
 	ck_assert_msg(conn, "connect: %s", pc_last_error());
 }
 
-/* The hostile peer, up and granted its first credits. */
-static void h_peer_up(struct fpeer *p)
+/* The hostile peer, up and granted its first credits; it claims rendezvous up to @max_large. */
+static void h_peer_up_large(struct fpeer *p, uint32_t max_large)
 {
-	struct fpeer_opts o = { .priv = FPEER_POLLCORE };
+	struct fpeer_opts o = { .priv = FPEER_POLLCORE, .max_large = max_large };
 	uint64_t end;
 	int ret;
 
@@ -573,6 +586,11 @@ static void h_peer_up(struct fpeer *p)
 	while (!p->credit_word[0] && pc_test_now_ms() < end)
 		usleep(1000);
 	ck_assert_msg(p->credit_word[0], "no credit granted to the hostile peer");
+}
+
+static void h_peer_up(struct fpeer *p)
+{
+	h_peer_up_large(p, 0);
 }
 
 static int h_send(struct fpeer *p, uint8_t type, const void *payload, uint32_t len)
@@ -702,6 +720,143 @@ START_TEST(test_hostile_too_many)
 	h_expect_closed_and_end(&p, "more than 32 rendezvous descriptors unanswered", NULL);
 	ibv_dereg_mr(mr);
 	free(mem);
+}
+END_TEST
+
+/*
+ * A peer that takes the server's descriptors and never answers them (no
+ * READ, no DONE) keeps their blocks, but only its share of the server's
+ * pool (8 MiB, 2 connections: 4 MiB): pc_msg_alloc_size() for it says
+ * -ENOBUFS beyond, while another connection of the same worker goes on
+ * sending 1 MiB messages. After 8 keepalive periods without a DONE its
+ * connection closes (-ETIMEDOUT), the reason naming the QP and the
+ * descriptors unanswered, and every block comes back.
+ */
+START_TEST(test_hostile_hoard)
+{
+	enum { LEN = 1 << 20, HOARD = 4, GOOD = 6, KA_MS = 1000 };
+	struct pc_conn *bad = NULL, *good = NULL;
+	struct pc_conn_info in;
+	struct pc_msg *m, *got[16];
+	unsigned int i, sent, recvd, ok;
+	uint64_t t0, end;
+	struct fpeer p;
+	char want[96];
+	int n, k;
+
+	h_keepalive_ms = KA_MS;
+	atomic_store(&h_capture, true);
+	h_start(8, LEN);
+	h_keepalive_ms = 0;
+	h_peer_up_large(&p, LEN);
+	end = pc_test_now_ms() + 10000;
+	while (atomic_load(&h_nup) < 2 && pc_test_now_ms() < end)
+		usleep(1000);
+	ck_assert_uint_eq(atomic_load(&h_nup), 2);
+	for (i = 0; i < 2; i++) {
+		pc_conn_info(h_up[i], &in);
+		ck_assert_int_eq(in.worker, 0);
+		if (in.qp_num == p.srv_qpn)
+			bad = h_up[i];
+		else
+			good = h_up[i];
+	}
+	ck_assert(bad && good);
+	atomic_store(&h_capture, false);
+
+	/* the hostile peer's share, and not a block more */
+	t0 = pc_test_now_ms();
+	for (i = 0; i < HOARD; i++) {
+		m = pc_msg_alloc_size(bad, LEN);
+		ck_assert_msg(m, "descriptor %u to the hostile peer: %s", i, pc_last_error());
+		fill(m, LEN, 3);
+		ck_assert_int_eq(pc_send(m), 0);
+	}
+	ck_assert_ptr_null(pc_msg_alloc_size(bad, LEN));
+	ck_assert_int_eq(errno, ENOBUFS);
+	ck_assert_msg(strstr(pc_last_error(), "share of the large pool"), "%s", pc_last_error());
+	end = pc_test_now_ms() + 10000;
+	while (p.recvs < HOARD && pc_test_now_ms() < end)
+		fpeer_poll(&p, 10);
+	ck_assert_uint_eq(p.recvs, HOARD);
+	ck_assert_uint_eq(rndv_count(srv, true), HOARD);
+	ck_assert_uint_eq(used_kib(srv), HOARD * (LEN >> 10));
+
+	/* meanwhile the other connection, same worker, sends and its peer reads every byte */
+	for (sent = recvd = ok = 0; recvd < GOOD;) {
+		if (sent < GOOD && (m = pc_msg_alloc_size(good, LEN))) {
+			fill(m, LEN, 4);
+			ck_assert_int_eq(pc_send(m), 0);
+			sent++;
+		} else if (sent < GOOD) {
+			ck_assert_msg(errno == ENOBUFS, "alloc: %s", strerror(errno));
+		}
+		n = pc_app_poll(cli, got, PC_ARRAY_SIZE(got));
+		ck_assert_int_ge(n, 0);
+		for (k = 0; k < n; k++) {
+			ok += got[k]->len == LEN && check(got[k], LEN, 4);
+			ck_assert_int_eq(pc_msg_release(got[k]), 0);
+		}
+		recvd += (unsigned int)n;
+		ck_assert_msg(!atomic_load(&h_down), "the hostile connection closed first, after "
+			      "%llu ms, with %u of %u good messages", (unsigned long long)
+			      (pc_test_now_ms() - t0), recvd, GOOD);
+		if (!n)
+			usleep(200);
+	}
+	ck_assert_uint_eq(ok, GOOD);
+	printf("hoard: %u good messages of 1 MiB in %llu ms beside %u unanswered\n", GOOD,
+	       (unsigned long long)(pc_test_now_ms() - t0), HOARD);
+
+	/* no DONE for 8 keepalive periods: only the hostile connection closes */
+	end = pc_test_now_ms() + 8 * KA_MS + 20000;
+	while (!atomic_load(&h_down) && pc_test_now_ms() < end)
+		fpeer_poll(&p, 10);
+	ck_assert_uint_eq(atomic_load(&h_down), 1);
+	ck_assert_uint_eq(atomic_load(&h_downs_qpn), p.srv_qpn);
+	/* the coarse clock the deadline reads may lag a tick (a few ms) */
+	ck_assert_uint_ge(atomic_load(&h_down_ms) - t0, 8 * KA_MS - 20);
+	printf("hoard: DOWN after %llu ms: '%s'\n",
+	       (unsigned long long)(atomic_load(&h_down_ms) - t0), h_why);
+	snprintf(want, sizeof(want), "qp 0x%x: %u rendezvous descriptors unanswered", p.srv_qpn,
+		 HOARD);
+	ck_assert_msg(strstr(h_why, want) && strstr(h_why, "no DONE within 8000 ms"),
+		      "reason at DOWN: '%s', expected '%s'", h_why, want);
+	/* its blocks came back with the drain (windows renewed) */
+	end = pc_test_now_ms() + 10000;
+	while (used_kib(srv) && pc_test_now_ms() < end)
+		usleep(1000);
+	ck_assert_uint_eq(used_kib(srv), 0);
+	ck_assert_ptr_null(pc_msg_alloc_size(bad, LEN));
+	ck_assert_int_eq(errno, ENOTCONN);
+	fpeer_destroy(&p);
+
+	/* the whole pool serves the good connection again: 8 MiB at once */
+	for (i = 0; i < 8; i++) {
+		m = pc_msg_alloc_size(good, LEN);
+		ck_assert_msg(m, "after the close, block %u: %s", i, pc_last_error());
+		fill(m, LEN, 5);
+		ck_assert_int_eq(pc_send(m), 0);
+	}
+	for (recvd = ok = 0, end = pc_test_now_ms() + 30000; recvd < 8 && pc_test_now_ms() < end;) {
+		n = pc_app_poll(cli, got, PC_ARRAY_SIZE(got));
+		ck_assert_int_ge(n, 0);
+		for (k = 0; k < n; k++) {
+			ok += check(got[k], LEN, 5);
+			ck_assert_int_eq(pc_msg_release(got[k]), 0);
+		}
+		recvd += (unsigned int)n;
+		if (!n)
+			usleep(200);
+	}
+	ck_assert_uint_eq(ok, 8);
+	ck_assert_uint_eq(atomic_load(&h_down), 1);
+	pc_conn_put(bad);
+	pc_conn_put(good);
+	wait_pools_empty();
+	pc_engine_destroy(cli);
+	pc_engine_destroy(srv);
+	pc_conn_put(conn);
 }
 END_TEST
 
@@ -836,9 +991,14 @@ int main(void)
 	tcase_add_test(tc, test_call_ring);
 	tcase_add_test(tc, test_many_calls);
 	tcase_add_test(tc, test_exhaustion);
+	suite_add_tcase(s, tc);
+	/* CK_RUN_CASE=hostile runs these alone */
+	tc = tcase_create("hostile");
+	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, test_hostile_descriptor);
 	tcase_add_test(tc, test_hostile_done);
 	tcase_add_test(tc, test_hostile_too_many);
+	tcase_add_test(tc, test_hostile_hoard);
 	suite_add_tcase(s, tc);
 	return pc_test_run(s);
 }

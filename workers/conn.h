@@ -259,9 +259,21 @@ enum conn_state {
  * A connection's rendezvous state (workers/rndv.c); owning worker only,
  * peer_max_large set before ATTACH / at UP with the other peer parameters.
  */
+struct lmsg;
+
 struct rndv_conn {
 	uint32_t peer_max_large;	/* the peer's limit (its max_msg if it has no rendezvous) */
 	uint32_t tx_open;	/* descriptors sent whose window is not yet invalidated */
+	/*
+	 * Descriptors sent and not answered by a DONE, oldest first (the DONE
+	 * deadline looks at the head); from the close on, also the blocks whose
+	 * windows wait for the drain's end (LM_CLOSED).
+	 */
+	struct lmsg *tx_head, *tx_tail;
+	uint32_t tx_wait;	/* on that list */
+	bool drained;		/* the drain ended: its QP flushed, no READ reaches the pool */
+	/* pool bytes allocated to send on this conn and not back yet: under the pool's lock */
+	uint64_t tx_bytes;
 	uint32_t rx_open;	/* descriptors received whose DONE is not yet queued */
 	uint32_t reads;		/* READs posted, not completed */
 	uint32_t rd_depth;	/* the QP's max_rd_atomic; 0 until the first READ asks */

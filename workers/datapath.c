@@ -79,7 +79,8 @@ static inline struct pc_pool *rx_pool(struct pc_worker *w, const struct msg *m)
 void dp_credited_join(struct pc_worker *w, struct conn *c)
 {
 	c->allow = w->p->min_window;
-	w->ncredited++;
+	/* relaxed store: pc_msg_alloc_size() reads it on app threads (rndv.c's share) */
+	__atomic_store_n(&w->ncredited, w->ncredited + 1, __ATOMIC_RELAXED);
 	w->floor_deficit += w->p->min_window;
 	/* the control thread reserved that floor in adm_taken when it admitted @c */
 	w->adm_pub += w->p->min_window;
@@ -105,7 +106,7 @@ void dp_credited_leave(struct pc_worker *w, struct conn *c)
 	c->granted = c->recv_credited + keep;
 	w->credits_out -= o - keep;
 	w->floor_deficit -= credit_short(o, w->p->min_window);
-	w->ncredited--;
+	__atomic_store_n(&w->ncredited, w->ncredited - 1, __ATOMIC_RELAXED);
 	c->grant_pending = 0;
 	credits_publish(w);
 	credits_share_set(w);

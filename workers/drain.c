@@ -207,6 +207,8 @@ void drain_poll(struct pc_worker *w)
 		}
 		*pp = c->drain_next;
 		conn_set_state(c, CONN_DRAINED);
+		/* no READ reaches its rendezvous windows now: their blocks go back */
+		rndv_conn_drained(w, c);
 		PC_PROBE(conn_down, c->qpn, c->close_err, c->was_up);
 		/* no more completions for it: its marker's CQE is free again */
 		cq_conns_add(w, -1);

@@ -71,7 +71,7 @@ static int params_normalise(struct pc_engine_params *p)
 					    (unsigned long long)p->large_pool_size, p->max_msg_size);
 	}
 	DEFAULT(idle_spins, 1000);
-	DEFAULT(keepalive_ms, 2000);
+	DEFAULT(keepalive_ms, PC_KEEPALIVE_DEFAULT_MS);
 	p->sq_depth = (uint32_t)pc_align_pow2(p->sq_depth);
 	p->ring_size = (uint32_t)pc_align_pow2(p->ring_size);
 	if (p->on_request && !p->raw_bufs)

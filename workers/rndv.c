@@ -5,9 +5,10 @@
  * bound for that one message on the connection's own QP. See rndv_pvt.h
  * for the exchange and the protection it relies on.
  *
- * Worker thread only, except pc_msg_alloc_size() and rndv_submit_check()
- * (any thread), which touch only the pool's allocator, under its spinlock,
- * and a block no other thread sees yet.
+ * The pool is set up in rndv_setup.c. Worker thread only, except
+ * pc_msg_alloc_size() and rndv_submit_check() (any thread), which touch
+ * only the pool's allocator and the connections' tx_bytes, under its
+ * spinlock, and a block no other thread sees yet.
  */
 #include "rndv_pvt.h"
 
@@ -39,156 +40,47 @@ static inline void used_gauge(struct pc_worker *w)
 			 __ATOMIC_RELAXED);
 }
 
-/* --- setup and teardown ------------------------------------------------------------------ */
-
-static atomic_bool said_no_mw;
-
-int rndv_setup(struct pc_worker *w, bool numa)
-{
-	const struct pc_engine_params *p = w->p;
-	struct pc_dev *d = w->dev;
-	int caps = d->dev_attr.device_cap_flags;
-	struct rndv_pool *rv;
-	uint32_t i, n;
-	int ret;
-
-	if (p->max_msg_size <= p->msg_size)
-		return 0;
-	if (!(caps & IBV_DEVICE_MEM_WINDOW) ||
-	    !(caps & (IBV_DEVICE_MEM_WINDOW_TYPE_2A | IBV_DEVICE_MEM_WINDOW_TYPE_2B))) {
-		if (!atomic_exchange(&said_no_mw, true))
-			pc_info("%s: no type-2 memory windows: no rendezvous, messages up to msg_size "
-				"(%u bytes)", d->name, p->msg_size);
-		return 0;
-	}
-	rv = calloc(1, sizeof(*rv));
-	if (!rv)
-		return -ENOMEM;
-	rv->size = (p->large_pool_size + (1ull << RNDV_MIN_SHIFT) - 1) &
-		   ~((1ull << RNDV_MIN_SHIFT) - 1);
-	rv->max_large = p->max_msg_size;
-	ret = buddy_init(&rv->bd, rv->size, RNDV_MIN_SHIFT);
-	if (ret)
-		goto err_rv;
-	n = rv->bd.nblocks;
-	rv->numa = numa;
-	rv->base = numa ? pc_numa_alloc(w->topo, rv->size, w->place->numa_node)
-			: aligned_alloc(4096, rv->size);
-	rv->slots = aligned_alloc(PC_CACHELINE, (size_t)n * RNDV_SLOT);
-	rv->lm = calloc(n, sizeof(*rv->lm));
-	ret = -ENOMEM;
-	if (!rv->base || !rv->slots || !rv->lm)
-		goto err_mem;
-	/* never REMOTE_READ: a peer reads only through a window bound for it */
-	rv->mr = ibv_reg_mr(d->pd, rv->base, rv->size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
-	if (!rv->mr) {
-		ret = set_error(pc_neg_errno(-1), "%s: ibv_reg_mr of the large pool (%llu bytes): %s",
-				d->name, (unsigned long long)rv->size, strerror(errno));
-		goto err_mem;
-	}
-	rv->slots_mr = ibv_reg_mr(d->pd, rv->slots, (size_t)n * RNDV_SLOT, IBV_ACCESS_LOCAL_WRITE);
-	if (!rv->slots_mr) {
-		ret = set_error(pc_neg_errno(-1), "%s: ibv_reg_mr of the rendezvous slots: %s",
-				d->name, strerror(errno));
-		goto err_mr;
-	}
-	for (i = 0; i < n; i++) {
-		struct lmsg *lm = &rv->lm[i];
-
-		lm->m.w = w;
-		lm->m.pool = POOL_LARGE;
-		lm->m.ctx.kind = WR_MSG;
-		lm->m.rctx.kind = WR_RECV;
-		lm->bind_ctx.kind = WR_RNDV_BIND;
-		lm->inv_ctx.kind = WR_RNDV_INV;
-		lm->rd_ctx.kind = WR_RNDV_READ;
-		lm->done_ctx.kind = WR_RNDV_DONE;
-		lm->slot = rv->slots + (size_t)i * RNDV_SLOT;
-		lm->mw = ibv_alloc_mw(d->pd, IBV_MW_TYPE_2);
-		if (!lm->mw) {
-			ret = set_error(pc_neg_errno(-1), "%s: ibv_alloc_mw(type 2) %u of %u: %s",
-					d->name, i, n, strerror(errno));
-			goto err_mw;
-		}
-		lm->rkey = lm->mw->rkey;
-	}
-	pthread_spin_init(&rv->lock, PTHREAD_PROCESS_PRIVATE);
-	w->rv = rv;
-	pc_info("%s: rendezvous up to %u bytes, large pool %llu KiB (%u blocks of 64 KiB), "
-		"memory windows type 2%s", w->name, rv->max_large,
-		(unsigned long long)(rv->size >> 10), n,
-		caps & IBV_DEVICE_MEM_WINDOW_TYPE_2B ? "B" : "A");
-	return 0;
-
-err_mw:
-	for (i = 0; i < n; i++)
-		if (rv->lm[i].mw)
-			ibv_dealloc_mw(rv->lm[i].mw);
-	ibv_dereg_mr(rv->slots_mr);
-err_mr:
-	ibv_dereg_mr(rv->mr);
-err_mem:
-	free(rv->lm);
-	free(rv->slots);
-	if (rv->base && numa)
-		pc_numa_free(w->topo, rv->base, rv->size);
-	else
-		free(rv->base);
-	buddy_fini(&rv->bd);
-err_rv:
-	free(rv);
-	return ret;
-}
-
-void rndv_release_verbs(struct pc_worker *w)
-{
-	struct rndv_pool *rv = w->rv;
-	uint32_t i;
-
-	if (!rv)
-		return;
-	for (i = 0; rv->lm && i < rv->bd.nblocks; i++)
-		if (rv->lm[i].mw && !ibv_dealloc_mw(rv->lm[i].mw))
-			rv->lm[i].mw = NULL;
-	if (rv->mr && !ibv_dereg_mr(rv->mr))
-		rv->mr = NULL;
-	if (rv->slots_mr && !ibv_dereg_mr(rv->slots_mr))
-		rv->slots_mr = NULL;
-}
-
-void rndv_destroy(struct pc_worker *w)
-{
-	struct rndv_pool *rv = w->rv;
-
-	if (!rv)
-		return;
-	rndv_release_verbs(w);
-	w->rv = NULL;
-	free(rv->lm);
-	free(rv->slots);
-	if (rv->numa)
-		pc_numa_free(w->topo, rv->base, rv->size);
-	else
-		free(rv->base);
-	buddy_fini(&rv->bd);
-	pthread_spin_destroy(&rv->lock);
-	free(rv);
-}
-
 /* --- blocks -------------------------------------------------------------------------------- */
 
-/* A block of at least @len bytes, or NULL (-ENOBUFS). Any thread. */
-static struct lmsg *block_get(struct pc_worker *w, uint64_t len)
+/*
+ * What a connection's sends may hold in the pool: its fair share among the
+ * worker's credited connections, and one message whatever its size (a
+ * share below max_msg_size must not forbid the large messages it allows).
+ * Any thread (ncredited is stored relaxed for this).
+ */
+static inline uint64_t tx_share(const struct pc_worker *w)
+{
+	return w->rv->size / PC_MAX(__atomic_load_n(&w->ncredited, __ATOMIC_RELAXED), 1u);
+}
+
+/*
+ * A block of at least @len bytes, or NULL (-ENOBUFS); with @tx, charged to
+ * that conn's sends, and NULL too when they hold their share already
+ * (*@over set). Any thread.
+ */
+static struct lmsg *block_get(struct pc_worker *w, struct conn *tx, uint64_t len, bool *over)
 {
 	struct rndv_pool *rv = w->rv;
 	struct lmsg *lm;
 	uint64_t off;
 	int64_t r;
+	int o;
 
 	pthread_spin_lock(&rv->lock);
+	if (tx && tx->rv.tx_bytes) {
+		o = buddy_order(&rv->bd, len);
+		if (o >= 0 && tx->rv.tx_bytes + (1ull << (o + RNDV_MIN_SHIFT)) > tx_share(w)) {
+			pthread_spin_unlock(&rv->lock);
+			*over = true;
+			return NULL;
+		}
+	}
 	r = buddy_alloc(&rv->bd, len, &off);
-	if (r > 0)
+	if (r > 0) {
 		used_gauge(w);
+		if (tx)
+			tx->rv.tx_bytes += (uint64_t)r;
+	}
 	pthread_spin_unlock(&rv->lock);
 	if (r <= 0)
 		return NULL;
@@ -199,20 +91,28 @@ static struct lmsg *block_get(struct pc_worker *w, uint64_t len)
 	 * the worker may read them of any block (rndv_conn_close()).
 	 */
 	lm->size = (uint64_t)r;
+	lm->tx_counted = tx != NULL;
 	lm->m.call_done = NULL;
 	lm->m.origin = NULL;
 	return lm;
 }
 
-/* Gives @lm's block back; the caller no longer touches @lm. Any thread. */
-static void block_put(struct pc_worker *w, struct lmsg *lm)
+/*
+ * Gives @lm's block back (NULL: keeps it out of the pool for good) and
+ * @bytes of @tx's charge; the caller no longer touches @lm. Any thread.
+ */
+static void block_put(struct pc_worker *w, struct lmsg *lm, struct conn *tx, uint64_t bytes)
 {
 	struct rndv_pool *rv = w->rv;
 
 	/* the lock orders our writes to @lm before the next owner's (acquire/release) */
 	pthread_spin_lock(&rv->lock);
-	buddy_free(&rv->bd, (uint64_t)lm_index(rv, lm) << RNDV_MIN_SHIFT);
-	used_gauge(w);
+	if (lm) {
+		buddy_free(&rv->bd, (uint64_t)lm_index(rv, lm) << RNDV_MIN_SHIFT);
+		used_gauge(w);
+	}
+	if (tx)
+		tx->rv.tx_bytes -= bytes;
 	pthread_spin_unlock(&rv->lock);
 }
 
@@ -223,8 +123,13 @@ static void block_put(struct pc_worker *w, struct lmsg *lm)
  */
 static bool mw_renew(struct pc_worker *w, struct lmsg *lm)
 {
-	if (lm->mw && ibv_dealloc_mw(lm->mw))
-		pc_warn("%s: ibv_dealloc_mw of a rendezvous window: %s", w->name, strerror(errno));
+	/* a window that may still be valid keeps its block out of the pool */
+	if (lm->mw && ibv_dealloc_mw(lm->mw)) {
+		pc_warn("%s: ibv_dealloc_mw of a rendezvous window: %s; a %llu KiB block of the "
+			"large pool is retired", w->name, strerror(errno),
+			(unsigned long long)(lm->size >> 10));
+		return false;
+	}
 	lm->mw = ibv_alloc_mw(w->dev->pd, IBV_MW_TYPE_2);
 	if (!lm->mw) {
 		pc_warn("%s: ibv_alloc_mw(type 2): %s; a %llu KiB block of the large pool is "
@@ -242,21 +147,25 @@ static void lm_free(struct pc_worker *w, struct lmsg *lm)
 {
 	struct rndv_pool *rv = w->rv;
 	struct conn *c = lm->ref_conn;
+	struct conn *tx = lm->tx_counted ? c : NULL;
+	uint64_t size = lm->size;
 
 	if (lm->rx_counted && c)
 		c->rv.rx_bytes -= lm->size;
 	lm->rx_counted = false;
+	lm->tx_counted = false;
 	lm->ref_conn = NULL;
 	lm->free_pending = false;
 	/* its device gone (devloss.c), the windows went with it: nothing to renew */
 	if (w->released)
 		lm->mw_dirty = false;
 	if (pc_unlikely(lm->mw_dirty) && !mw_renew(w, lm)) {
-		lm->size = 0;	/* never given back: its window could not be renewed */
+		lm->size = 0;
+		block_put(w, NULL, tx, size);	/* never given back: its window may live */
 	} else {
 		/* untouched from here: another thread may allocate it as soon as it is free */
 		lm->size = 0;
-		block_put(w, lm);
+		block_put(w, lm, tx, size);
 	}
 	if (c)
 		conn_put(w, c);
@@ -279,6 +188,7 @@ struct pc_msg *pc_msg_alloc_size(struct pc_conn *pconn, size_t len)
 	struct pc_worker *w = c->w;
 	struct rndv_pool *rv = w->rv;
 	struct lmsg *lm;
+	bool over = false;
 	uint32_t peer;
 
 	if (pc_likely(len <= w->p->msg_size))
@@ -296,8 +206,12 @@ struct pc_msg *pc_msg_alloc_size(struct pc_conn *pconn, size_t len)
 		errno = EMSGSIZE;
 		return NULL;
 	}
-	lm = block_get(w, len);
+	lm = block_get(w, c, len, &over);
 	if (!lm) {
+		if (over)
+			set_error(-ENOBUFS, "%s qp 0x%x: its sends hold their share of the large pool "
+				  "(%llu KiB); more once the peer answered them", c->devname, c->qpn,
+				  (unsigned long long)(tx_share(w) >> 10));
 		errno = ENOBUFS;
 		return NULL;
 	}
@@ -305,8 +219,11 @@ struct pc_msg *pc_msg_alloc_size(struct pc_conn *pconn, size_t len)
 	if (self_worker == w) {
 		c->refs_w++;
 	} else if (!conn_ref_app(c)) {
+		uint64_t size = lm->size;
+
 		lm->size = 0;
-		block_put(w, lm);
+		lm->tx_counted = false;
+		block_put(w, lm, c, size);
 		errno = ENOTCONN;
 		return NULL;
 	}
@@ -337,6 +254,38 @@ int rndv_submit_check(const struct conn *c, struct msg *m)
 		return set_error(-EMSGSIZE, "%s qp 0x%x: message of %u bytes exceeds the peer's "
 				 "maximum %u", c->devname, c->qpn, m->pub.len, c->rv.peer_max_large);
 	return 0;
+}
+
+/* --- descriptors awaiting DONE, oldest first (struct rndv_conn's tx list) ------------------ */
+
+static void tx_link(struct pc_worker *w, struct conn *c, struct lmsg *lm)
+{
+	lm->tx_next = NULL;
+	lm->tx_prev = c->rv.tx_tail;
+	if (c->rv.tx_tail)
+		c->rv.tx_tail->tx_next = lm;
+	else
+		c->rv.tx_head = lm;
+	c->rv.tx_tail = lm;
+	lm->tx_linked = true;
+	c->rv.tx_wait++;
+	w->rv->unanswered++;
+}
+
+static void tx_unlink(struct pc_worker *w, struct conn *c, struct lmsg *lm)
+{
+	if (lm->tx_prev)
+		lm->tx_prev->tx_next = lm->tx_next;
+	else
+		c->rv.tx_head = lm->tx_next;
+	if (lm->tx_next)
+		lm->tx_next->tx_prev = lm->tx_prev;
+	else
+		c->rv.tx_tail = lm->tx_prev;
+	lm->tx_prev = lm->tx_next = NULL;
+	lm->tx_linked = false;
+	c->rv.tx_wait--;
+	w->rv->unanswered--;
 }
 
 /* --- posting ----------------------------------------------------------------------------- */
@@ -428,6 +377,9 @@ void rndv_add_send(struct pc_worker *w, struct conn *c, struct msg *m)
 		lm->state = LM_BOUND;
 		lm->rv_conn = c;
 		c->rv.tx_open++;
+		/* the DONE deadline's clock (rndv_overdue()): no system call */
+		lm->sent_ns = coarse_ns();
+		tx_link(w, c, lm);
 		STAT_ADD(w->st.rndv_sent, 1);
 	}
 	m->ctx.conn = c;
@@ -501,13 +453,29 @@ void rndv_add(struct pc_worker *w, struct conn *c, struct wr_ctx *ctx)
 
 /* --- completions --------------------------------------------------------------------------- */
 
-/* The sender's window is done with (invalidated, or its state unknown: @dirty). */
+/*
+ * The sender's window is done with: invalidated, or its state unknown
+ * (@dirty: the invalidate failed or never ran, the descriptor's SEND
+ * failed, or the conn closed). A dirty one may still let the peer READ
+ * until its QP is flushed: its block waits, LM_CLOSED on the conn's tx
+ * list, for the end of the drain (rndv_conn_drained()). A failed WR always
+ * closes its conn (dp_handle_wc()), so that end comes.
+ */
 static void tx_end(struct pc_worker *w, struct lmsg *lm, bool dirty)
 {
 	struct conn *c = lm->rv_conn;
 
-	if (dirty)
+	if (dirty) {
 		lm->mw_dirty = true;
+		if (!c->rv.drained) {
+			lm->state = LM_CLOSED;
+			if (!lm->tx_linked)
+				tx_link(w, c, lm);
+			return;
+		}
+	}
+	if (lm->tx_linked)
+		tx_unlink(w, c, lm);
 	lm->state = LM_IDLE;
 	lm->rv_conn = NULL;
 	c->rv.tx_open--;
@@ -640,7 +608,7 @@ static bool start_read(struct pc_worker *w, struct conn *c, const struct wire_rn
 	/* one message at a time at least; more only within its share of the pool */
 	if (c->rv.rx_bytes && c->rv.rx_bytes + d->len > share)
 		return false;
-	lm = block_get(w, d->len);
+	lm = block_get(w, NULL, d->len, NULL);
 	if (!lm)
 		return false;
 	lm->state = LM_READ;
@@ -759,6 +727,7 @@ static void done_recv(struct pc_worker *w, struct conn *c, const void *payload, 
 	if (dn.status)
 		pc_debug("%s qp 0x%x: the peer could not read rendezvous token 0x%llx: %s",
 			 w->dev->name, c->qpn, (unsigned long long)dn.token, strerror(-dn.status));
+	tx_unlink(w, c, lm);
 	lm->state = LM_INV;
 	lm->inv_ctx.conn = c;
 	q_add(c, &lm->inv_ctx);
@@ -788,12 +757,13 @@ void rndv_recv(struct pc_worker *w, struct conn *c, struct msg *m, const struct 
 /*
  * @c is closing (its QP in ERR, its backlog given back): descriptors
  * waiting for room are dropped, and windows still bound for it, whose DONE
- * will not come, are renewed before their blocks are used again.
+ * will not come, wait for the drain's end (LM_CLOSED), then are renewed
+ * before their blocks are used again.
  */
 void rndv_conn_close(struct pc_worker *w, struct conn *c)
 {
 	struct rndv_pool *rv = w->rv;
-	uint32_t i;
+	struct lmsg *lm;
 
 	if (!rv)
 		return;
@@ -811,13 +781,45 @@ void rndv_conn_close(struct pc_worker *w, struct conn *c)
 		rndv_cancel(w, ctx);
 	}
 	c->rv.q_tail = NULL;
-	for (i = 0; i < rv->bd.nblocks && c->rv.tx_open; i++) {
-		struct lmsg *lm = &rv->lm[i];
-
-		/* state first: only the worker writes it, and a bound block is the worker's */
-		if (lm->state == LM_BOUND && lm->rv_conn == c)
+	for (lm = c->rv.tx_head; lm; lm = lm->tx_next)
+		if (lm->state == LM_BOUND)
 			tx_end(w, lm, true);
-	}
+}
+
+/*
+ * @c's drain ended: its QP is in ERR and flushed past its marker (or was
+ * reset), and its receive side quiet (LAST_WQE_REACHED or the grace
+ * period): no READ of the peer's reaches the pool through it any more.
+ * The windows left bound are renewed and their blocks go back.
+ */
+void rndv_conn_drained(struct pc_worker *w, struct conn *c)
+{
+	struct lmsg *lm;
+
+	if (!w->rv)
+		return;
+	c->rv.drained = true;
+	while ((lm = c->rv.tx_head))
+		tx_end(w, lm, true);
+}
+
+/*
+ * The DONE deadline (keepalive.c's look, every keepalive period / 2): a
+ * descriptor of @c's unanswered for more than @limit_ns closes @c with
+ * -ETIMEDOUT. Return: true if it did.
+ */
+bool rndv_overdue(struct pc_worker *w, struct conn *c, uint64_t now, uint64_t limit_ns)
+{
+	struct lmsg *lm = c->rv.tx_head;
+
+	if (!lm || lm->state != LM_BOUND || now <= lm->sent_ns + limit_ns)
+		return false;
+	set_error(-ETIMEDOUT, "%s port %u qp 0x%x: %u rendezvous descriptors unanswered, the "
+		  "oldest for %llu ms (no DONE within %llu ms)", w->dev->name, w->dev->port,
+		  c->qpn, c->rv.tx_wait, (unsigned long long)(now - lm->sent_ns) / 1000000,
+		  (unsigned long long)limit_ns / 1000000);
+	drain_fail(w, c, -ETIMEDOUT);
+	return true;
 }
 
 const char *rndv_what(const struct wr_ctx *ctx)

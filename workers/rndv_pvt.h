@@ -17,7 +17,14 @@
  * lets that peer, and no other, read exactly the bytes of one message
  * until it is invalidated; a window whose state is unknown (its QP went to
  * ERR before the invalidate completed) is deallocated and a new one
- * allocated before its block is used again.
+ * allocated before its block is used again, and only once the drain of
+ * that connection ended (its QP in ERR and flushed past the marker, the
+ * receive side quiet: no READ of the peer's can reach the block any more).
+ *
+ * A peer harms only its own connection: the bytes a connection's sends may
+ * hold in the pool are capped at its fair share (rndv_tx_share()), and a
+ * descriptor that no DONE answers for 8 keepalive periods closes the
+ * connection (-ETIMEDOUT, rndv_overdue()).
  *
  * Every object here is the worker's, except allocation from the pool
  * (pc_msg_alloc_size(), any thread), which takes the pool's spinlock.
@@ -38,6 +45,7 @@ enum lm_state {
 	LM_BOUND,	/* sender: window bound, descriptor sent or queued; DONE awaited */
 	LM_INV,		/* sender: DONE came; its invalidate is queued or posted */
 	LM_READ,	/* receiver: READ queued or posted */
+	LM_CLOSED,	/* sender: its conn closed with the window maybe valid; back after the drain */
 };
 
 /* A message of the large pool; one per 64 KiB block, used at the head of each allocated block. */
@@ -53,11 +61,15 @@ struct lmsg {
 	bool done_busy;		/* DONE queued or posted from the slot */
 	bool mw_dirty;		/* its window may still be valid: renew before reuse */
 	bool rx_counted;	/* counted in ref_conn->rv.rx_bytes */
+	bool tx_counted;	/* counted in ref_conn->rv.tx_bytes (allocated to send) */
+	bool tx_linked;		/* on rv_conn->rv.tx_head's list */
 	struct conn *ref_conn;	/* the conn this block keeps a reference on (refs_w / refs_app) */
 	struct conn *rv_conn;	/* the rendezvous' conn, while not idle */
 	struct wire_rndv rd;	/* receiver: the descriptor being read */
 	uint64_t rd_req_id;
 	uint64_t done_token;
+	uint64_t sent_ns;	/* sender: coarse_ns() when its descriptor was posted */
+	struct lmsg *tx_prev, *tx_next;	/* rv_conn->rv.tx_head's list */
 	char *slot;		/* RNDV_SLOT bytes of registered memory */
 	struct ibv_sge sge[2];
 };
@@ -75,6 +87,7 @@ struct rndv_pool {
 	uint32_t max_large;	/* the engine's limit on this device */
 	struct conn *wait;	/* conns with descriptors waiting for room */
 	uint32_t waiting;	/* descriptors waiting, all conns */
+	uint32_t unanswered;	/* on the conns' tx lists, all conns (worker) */
 };
 
 static inline struct lmsg *lm_of(struct msg *m)
@@ -86,6 +99,12 @@ static inline struct lmsg *lm_of(struct msg *m)
 static inline uint32_t rndv_max_large(const struct pc_worker *w)
 {
 	return w->rv ? w->rv->max_large : w->p->msg_size;
+}
+
+/* Descriptors this worker sent that no DONE answered yet (keepalive.c looks only then). */
+static inline bool rndv_unanswered(const struct pc_worker *w)
+{
+	return w->rv && w->rv->unanswered;
 }
 
 /* rndv.c; worker thread unless said otherwise */
@@ -103,6 +122,8 @@ void rndv_cancel(struct pc_worker *w, struct wr_ctx *ctx);
 void rndv_release(struct pc_worker *w, struct msg *m, struct conn *origin);
 void rndv_recv(struct pc_worker *w, struct conn *c, struct msg *m, const struct wire_hdr *h);
 void rndv_conn_close(struct pc_worker *w, struct conn *c);
+void rndv_conn_drained(struct pc_worker *w, struct conn *c);
+bool rndv_overdue(struct pc_worker *w, struct conn *c, uint64_t now, uint64_t limit_ns);
 const char *rndv_what(const struct wr_ctx *ctx);
 
 #endif /* PC_RNDV_PVT_H */

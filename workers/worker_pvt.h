@@ -403,6 +403,9 @@ unsigned int worker_poller_fds(struct pc_worker *w, struct pollfd *pfd, unsigned
 /* keepalive.c (worker thread) */
 void ka_look(struct pc_worker *w);
 
+/* pc_engine_params.keepalive_ms's default; the DONE deadline's period when keepalive is off. */
+#define PC_KEEPALIVE_DEFAULT_MS 2000u
+
 /* Keepalive looks at the clock every this many busy turns, idle ones, hybrid idle ones. */
 #define KA_BUSY_TURNS 256
 #define KA_IDLE_TURNS 64

@@ -349,7 +349,22 @@ struct pc_device_params {
  *                   registered, in blocks of 64 KiB doubling up to
  *                   @max_msg_size), from which large messages are sent
  *                   and into which they are read; default 2 x
- *                   @max_msg_size, at least @max_msg_size.
+ *                   @max_msg_size, at least @max_msg_size. A peer can
+ *                   hold only its own connection's part of it: the
+ *                   blocks allocated to send on one connection
+ *                   (pc_msg_alloc_size(), back once the peer's DONE came
+ *                   and the window was invalidated) stay within its fair
+ *                   share, @large_pool_size / the worker's credited
+ *                   connections, but one message is always allowed
+ *                   whatever its size; beyond, pc_msg_alloc_size() fails
+ *                   with ENOBUFS for that connection only. A descriptor
+ *                   that no DONE answers within 8 x @keepalive_ms closes
+ *                   its connection (see @keepalive_ms). When the pool
+ *                   holds fewer max-size messages than there are
+ *                   connections, several stalled peers sending at once
+ *                   can still fill it until that deadline. Received large
+ *                   messages are read into the pool one at a time per
+ *                   connection, more only within the same share.
  * @idle: PC_IDLE_AUTO (default): a worker bound to a core of the plan's
  *        busy-polls; an unbound one (no_numa, no topology, more workers
  *        than cores) would take its core from the application, the
@@ -367,8 +382,18 @@ struct pc_device_params {
  *                closes a connection whose send queue had WRs in flight
  *                and completed none for 8 × this (endless RNR retries, a
  *                stalled provider): -ETIMEDOUT, "no send completed".
- *                Default 2000; PC_KEEPALIVE_OFF disables both. Not for
- *                raw peers.
+ *                The same look closes a connection on which a rendezvous
+ *                descriptor (a message above @msg_size) had no DONE for
+ *                8 × this (16 s by default; between that and 8.5 ×):
+ *                -ETIMEDOUT, "N rendezvous descriptors unanswered"; its
+ *                blocks of the large pool come back once its drain
+ *                ended, when no READ can reach them. A receiver whose
+ *                application keeps its own pool full that long (so that
+ *                it cannot read) is closed the same way: the sender
+ *                cannot tell it from a peer that hoards.
+ *                Default 2000; PC_KEEPALIVE_OFF disables probes and the
+ *                send-queue rule; the DONE deadline then stays at 16 s.
+ *                Not for raw peers.
  * @no_numa: do not bind workers or allocate NUMA-local memory (then no
  *           placement override may be given).
  * @housekeeping_pus: PUs kept free of planned workers for the rest of the
