@@ -378,6 +378,57 @@ START_TEST(test_call_ring)
 END_TEST
 
 /*
+ * Per connection, messages come in order, large or small: small ones sent
+ * right after a large one (which the receiver must READ first) are held
+ * back until it is delivered. Ring mode; each message carries its index.
+ */
+START_TEST(test_order)
+{
+	static const uint32_t lens[] = { 64, 1 << 20, 64, 64, 300000, 64, 4096, 70000, 1 << 20 };
+	enum { N = 45 };
+	struct pc_msg *m, *got[16];
+	unsigned int sent, next = 0, bad = 0;
+	uint64_t end;
+	uint32_t idx;
+	int n, k, rc;
+
+	start(PC_HANDOFF_RING, 0, 0, 0);
+	for (sent = 0; sent < N; sent++) {
+		uint32_t len = lens[sent % PC_ARRAY_SIZE(lens)];
+
+		/* the pools hold all of them: nothing is taken on the other side meanwhile */
+		m = pc_msg_alloc_size(conn, len);
+		ck_assert_msg(m, "alloc %u: %s", len, pc_last_error());
+		fill(m, len, 1);
+		memcpy(m->data, &sent, sizeof(sent));
+		while ((rc = pc_send(m)) == -ENOBUFS)
+			usleep(100);
+		ck_assert_msg(rc == 0, "send %u: %d %s", sent, rc, pc_last_error());
+	}
+	end = pc_test_now_ms() + 60000;
+	while (next < N && pc_test_now_ms() < end) {
+		n = pc_app_poll(srv, got, PC_ARRAY_SIZE(got));
+		ck_assert_int_ge(n, 0);
+		for (k = 0; k < n; k++, next++) {
+			memcpy(&idx, got[k]->data, sizeof(idx));
+			if (idx != next || got[k]->len != lens[idx % PC_ARRAY_SIZE(lens)])
+				printf("order: message %u of %u bytes arrived as number %u\n", idx,
+				       got[k]->len, next);
+			bad += idx != next;
+			ck_assert_int_eq(pc_msg_release(got[k]), 0);
+		}
+		if (!n)
+			usleep(200);
+	}
+	ck_assert_uint_eq(next, N);
+	ck_assert_uint_eq(bad, 0);
+	ck_assert_uint_eq(rndv_count(srv, false), N / PC_ARRAY_SIZE(lens) * 4);
+	wait_pools_empty();
+	stop();
+}
+END_TEST
+
+/*
  * Both ways at once, more than WIRE_RNDV_MAX in flight each way: 200 calls
  * of about 100 KB, up to the window (64) in flight, each answered in place
  * (a large response). Each side's sends wait for the other's DONEs, which
@@ -877,6 +928,10 @@ int main(void)
 	tcase_add_test(tc, test_call_ring);
 	tcase_add_test(tc, test_many_calls);
 	tcase_add_test(tc, test_exhaustion);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("order");
+	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, test_order);
 	suite_add_tcase(s, tc);
 	/* CK_RUN_CASE=hostile runs these alone */
 	tc = tcase_create("hostile");

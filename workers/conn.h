@@ -278,6 +278,14 @@ struct rndv_conn {
 	uint32_t reads;		/* READs posted, not completed */
 	uint32_t rd_depth;	/* the QP's max_rd_atomic; 0 until the first READ asks */
 	uint64_t rx_bytes;	/* pool bytes read for this conn and not given back yet */
+	/*
+	 * Order (engine.h: per connection, messages come in order): a message
+	 * that arrived after a descriptor not yet read and delivered waits
+	 * here, in order, until it is (dp_rx_hold()). Descriptors received,
+	 * and finished (delivered, or failed), counted.
+	 */
+	uint32_t rx_seq, rx_dlv;
+	struct wr_ctx *hold_head, **hold_tail;
 	/* descriptors waiting for room in the pool, in order (at most WIRE_RNDV_MAX) */
 	struct wire_rndv pend[WIRE_RNDV_MAX];
 	uint64_t pend_req[WIRE_RNDV_MAX];

@@ -437,6 +437,8 @@ static void dp_recv(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
 	STAT_ADD(c->st->msgs_recv, 1);
 	STAT_ADD(c->st->bytes_recv, m->pub.len);
 	STAT_ADD(w->st.rx_msgs, 1);
+	/* a descriptor before it not yet read: after that one (dp_rx_release()) */
+	m->rx_after = c->rv.rx_seq;
 	if (pc_unlikely(c->state == CONN_ATTACHED)) {
 		/*
 		 * A passive side may receive before its UP: held back until
@@ -454,8 +456,49 @@ static void dp_recv(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
 	}
 	if (pc_unlikely(call != NULL))
 		call_answer(w, c, m, call);
+	else if (pc_unlikely(m->rx_after != c->rv.rx_dlv))
+		dp_rx_hold(c, m);
 	else
 		deliver(w, p, c, m);
+}
+
+/*
+ * Keeps @m, which arrived after a rendezvous descriptor not yet read, until
+ * that one is delivered (dp_rx_release()): per connection, messages come
+ * in order. Call completions are not held: they are no part of that order.
+ */
+void dp_rx_hold(struct conn *c, struct msg *m)
+{
+	m->ctx.next = NULL;
+	if (!c->rv.hold_head)
+		c->rv.hold_tail = &c->rv.hold_head;
+	*c->rv.hold_tail = &m->ctx;
+	c->rv.hold_tail = &m->ctx.next;
+}
+
+/*
+ * A descriptor of @c's was finished (its message delivered, or its READ
+ * failed): the messages that came after it and before the next go on, in
+ * order. @all: the drain ended, every one goes (given back if @c was never
+ * UP).
+ */
+void dp_rx_release(struct pc_worker *w, struct conn *c, bool all)
+{
+	struct wr_ctx *ctx;
+
+	if (all)
+		c->rv.rx_dlv = c->rv.rx_seq;
+	while ((ctx = c->rv.hold_head)) {
+		struct msg *m = pc_container_of(ctx, struct msg, ctx);
+
+		if ((int32_t)(c->rv.rx_dlv - m->rx_after) < 0)
+			break;
+		c->rv.hold_head = ctx->next;
+		if (c->state >= CONN_DRAINING && !c->was_up)
+			dp_msg_release(w, m);
+		else
+			deliver(w, w->p, c, m);
+	}
 }
 
 /*
@@ -488,8 +531,13 @@ void dp_deliver_early(struct pc_worker *w, struct conn *c)
 	c->early_head = NULL;
 	while (ctx) {
 		struct wr_ctx *next = ctx->next;
+		struct msg *m = pc_container_of(ctx, struct msg, ctx);
 
-		deliver(w, w->p, c, pc_container_of(ctx, struct msg, ctx));
+		/* one that came after a descriptor waits for it as it would have after UP */
+		if (pc_unlikely(m->rx_after != c->rv.rx_dlv))
+			dp_rx_hold(c, m);
+		else
+			deliver(w, w->p, c, m);
 		ctx = next;
 	}
 }

@@ -506,6 +506,7 @@ static void read_done(struct pc_worker *w, struct lmsg *lm, bool failed, bool po
 		/* the connection closes (dp_handle_wc()): nothing delivered, the block goes back */
 		lm->free_pending = true;
 		lm_maybe_free(w, lm);
+		/* what it held back goes on at the drain's end (rndv_conn_drained()) */
 		return;
 	}
 	if (c->state == CONN_UP) {
@@ -526,6 +527,10 @@ static void read_done(struct pc_worker *w, struct lmsg *lm, bool failed, bool po
 	m->origin = c;
 	STAT_ADD(w->st.rndv_recv, 1);
 	dp_deliver_read(w, c, m);
+	/* what came after it goes on now, in order */
+	c->rv.rx_dlv++;
+	if (pc_unlikely(c->rv.hold_head != NULL))
+		dp_rx_release(w, c, false);
 }
 
 void rndv_sq_done(struct pc_worker *w, struct wr_ctx *ctx, bool failed)
@@ -687,6 +692,7 @@ static void desc_recv(struct pc_worker *w, struct conn *c, const void *payload, 
 		return;
 	}
 	r->rx_open++;
+	r->rx_seq++;
 	if (!r->pend_n && start_read(w, c, &d, req_id))
 		return;
 	/* no room now: in order, read as room comes back (rndv_kick()) */
@@ -801,6 +807,8 @@ void rndv_conn_drained(struct pc_worker *w, struct conn *c)
 	c->rv.drained = true;
 	while ((lm = c->rv.tx_head))
 		tx_end(w, lm, true);
+	/* messages held behind descriptors never read: on before DOWN (given back if never UP) */
+	dp_rx_release(w, c, true);
 }
 
 /*

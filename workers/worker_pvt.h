@@ -77,6 +77,7 @@ struct msg {
 	uint8_t pool;		/* enum msg_pool */
 	uint8_t in_srq;		/* posted on the SRQ (teardown reclaims it) */
 	uint8_t in_rq;		/* posted on a raw peer's own receive queue (rctx.conn) */
+	uint32_t rx_after;	/* received: rendezvous descriptors its conn had received before it */
 	uint64_t t_call;	/* pc_call(): when, for the round-trip histogram */
 	/*
 	 * pc_call() with a completion (calls.c). On a request: the call,
@@ -381,6 +382,8 @@ struct conn *dp_conn_lookup(struct pc_worker *w, uint32_t qpn);
 void msg_bind(struct msg *m, struct conn *c);
 void dp_backlog_add(struct conn *c, struct wr_ctx *ctx);
 void dp_deliver_read(struct pc_worker *w, struct conn *c, struct msg *m);
+void dp_rx_hold(struct conn *c, struct msg *m);
+void dp_rx_release(struct pc_worker *w, struct conn *c, bool all);
 
 /*
  * The conn a completion's QP number names, NULL if none is attached here:
