@@ -583,13 +583,28 @@ PC_API struct pc_msg *pc_msg_alloc(struct pc_conn *conn);
  * msg_size arrives the same way, its data in the large pool, and goes
  * back with pc_msg_release() (or travels on with pc_send()/pc_reply()).
  *
+ * Order: per connection, messages of every size arrive in the order they
+ * were sent. So a large message holds back what follows it on its
+ * connection: the sender keeps later messages behind one that waits to
+ * go (at most 32 large messages per connection may wait for the peer's
+ * DONE), and the receiver delivers what arrived after a descriptor only
+ * once that message was read. Send latency-sensitive small messages on a
+ * connection of their own if large ones may wait.
+ *
+ * Backpressure stays per connection: the blocks that one connection's
+ * sends hold (allocated, not yet back) are capped at its fair share of
+ * the pool (large_pool_size / the worker's connections, and always one
+ * message), so a peer that never answers holds no more than that, until
+ * the DONE deadline closes its connection (pc_engine_params.keepalive_ms).
+ *
  * The same threads as pc_msg_alloc() for @len up to msg_size; any thread
  * above it (the large pool is shared under a spinlock, for a few
  * instructions).
  *
  * Return: the message (len 0), or NULL with errno ENOBUFS (the large pool
- * has no block of that size free now: backpressure, retry once messages
- * were read or released), EMSGSIZE (@len is above the engine's
+ * has no block of that size free now, or @conn's sends hold their share:
+ * backpressure, retry once messages were read or released; pc_last_error()
+ * says which for the share), EMSGSIZE (@len is above the engine's
  * max_msg_size or above the peer's, pc_conn_info()'s peer_max_large),
  * or as pc_msg_alloc().
  */
