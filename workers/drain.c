@@ -206,9 +206,13 @@ void drain_poll(struct pc_worker *w)
 			continue;
 		}
 		*pp = c->drain_next;
-		conn_set_state(c, CONN_DRAINED);
-		/* no READ reaches its rendezvous windows now: their blocks go back */
+		/*
+		 * No READ reaches its rendezvous windows now: their blocks go
+		 * back, and with them their references on @c, before DRAINED
+		 * (conn_put() would retire it then, before its DOWN).
+		 */
 		rndv_conn_drained(w, c);
+		conn_set_state(c, CONN_DRAINED);
 		PC_PROBE(conn_down, c->qpn, c->close_err, c->was_up);
 		/* no more completions for it: its marker's CQE is free again */
 		cq_conns_add(w, -1);
