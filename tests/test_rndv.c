@@ -564,6 +564,7 @@ static atomic_bool h_capture;		/* keep h_up */
 static struct pc_conn *h_up[2];		/* the server's first two connections, referenced */
 static atomic_uint h_nup;
 static atomic_ullong h_down_ms;		/* when the DOWN came */
+static struct ibv_mr *h_peer_mr;	/* registered on the hostile peer's PD by a test */
 
 static void h_on_conn(struct pc_conn *c, enum pc_conn_event ev, void *arg)
 {
@@ -677,6 +678,10 @@ static void h_expect_closed_and_end(struct fpeer *p, const char *why, const char
 	printf("%s: DOWN of %s: '%s'\n", why, qp, h_why);
 	ck_assert_msg(strstr(h_why, qp) && strstr(h_why, why) && (!why2 || strstr(h_why, why2)),
 		      "reason at DOWN: '%s', expected '%s'", h_why, why);
+	/* its PD is freed only without MRs: one the test registered goes first */
+	if (h_peer_mr)
+		ck_assert_int_eq(ibv_dereg_mr(h_peer_mr), 0);
+	h_peer_mr = NULL;
 	fpeer_destroy(p);
 	/* what the application held goes back */
 	for (i = 0; i < atomic_load(&h_nheld); i++)
@@ -772,8 +777,8 @@ START_TEST(test_hostile_too_many)
 		fpeer_poll(&p, 1);
 	}
 	fpeer_wait_sends(&p, 10000);
+	h_peer_mr = mr;
 	h_expect_closed_and_end(&p, "more than 32 rendezvous descriptors unanswered", NULL);
-	ibv_dereg_mr(mr);
 	free(mem);
 }
 END_TEST
