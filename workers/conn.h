@@ -271,6 +271,7 @@ struct rndv_conn {
 	 */
 	struct lmsg *tx_head, *tx_tail;
 	uint32_t tx_wait;	/* on that list */
+	uint64_t done_ns;	/* coarse_ns() of the peer's last DONE (the DONE deadline) */
 	bool drained;		/* the drain ended: its QP flushed, no READ reaches the pool */
 	/* pool bytes allocated to send on this conn and not back yet: under the pool's lock */
 	uint64_t tx_bytes;

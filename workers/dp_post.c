@@ -217,6 +217,24 @@ static void flush_rndv(struct pc_worker *w, struct conn *c, uint32_t space, uint
 		c->rv.q_tail = NULL;
 }
 
+/*
+ * Posts @c's queued rendezvous WRs now, in a chain of their own (rndv.c:
+ * a DONE before the message it answers is handed to the application, whose
+ * handler may hold the worker for long). Completion context, never while a
+ * chain is being built.
+ */
+void dp_flush_rndv_now(struct pc_worker *w, struct conn *c)
+{
+	struct wr_chain *ch = &w->chain;
+
+	if (c->state != CONN_UP)
+		return;
+	chain_reset(ch);
+	flush_rndv(w, c, PC_MIN(sq_space(&c->sq), cq_send_space(w)), c->granted);
+	if (ch->n)
+		post_chain(w, c);
+}
+
 /* Builds and posts one chain for @c: a credit grant, then its backlog. */
 static void flush_conn(struct pc_worker *w, struct conn *c)
 {

@@ -21,9 +21,10 @@
  * peer stuck in RNR, or a provider whose requester stopped for any other
  * reason) is reported, not left UP and silent.
  *
- * The same look holds the rendezvous DONE deadline (rndv.c): a descriptor
- * no DONE answered for 8 keepalive periods (16 s by default), the same
- * bound, closes its connection with -ETIMEDOUT, so that a peer that takes
+ * The same look holds the rendezvous DONE deadline (rndv_overdue()): no
+ * DONE for 8 keepalive periods (16 s by default, the same bound) while
+ * descriptors wait, or one descriptor waiting 4 times that, closes the
+ * connection with -ETIMEDOUT, so that a peer that takes
  * descriptors and never answers keeps no block of the shared large pool
  * for longer. With PC_KEEPALIVE_OFF the look still runs for it, at the
  * default period, while any descriptor waits for its DONE.

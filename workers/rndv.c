@@ -514,7 +514,14 @@ static void read_done(struct pc_worker *w, struct lmsg *lm, bool failed, bool po
 		lm->done_busy = true;
 		lm->done_ctx.conn = c;
 		q_add(c, &lm->done_ctx);
-		dp_mark_dirty(w, c);
+		/*
+		 * Posted before the message is delivered: a handler that takes
+		 * long on it must not hold the sender's window (and its DONE
+		 * deadline) that long. Queued still if it cannot go now.
+		 */
+		dp_flush_rndv_now(w, c);
+		if (c->rv.q_head)
+			dp_mark_dirty(w, c);
 	}
 	m->pub.data = lm_data(w->rv, lm);
 	m->pub.len = lm->rd.len;
@@ -734,6 +741,8 @@ static void done_recv(struct pc_worker *w, struct conn *c, const void *payload, 
 		pc_debug("%s qp 0x%x: the peer could not read rendezvous token 0x%llx: %s",
 			 w->dev->name, c->qpn, (unsigned long long)dn.token, strerror(-dn.status));
 	tx_unlink(w, c, lm);
+	/* the DONE deadline counts from the peer's last answer (rndv_overdue()) */
+	c->rv.done_ns = coarse_ns();
 	lm->state = LM_INV;
 	lm->inv_ctx.conn = c;
 	q_add(c, &lm->inv_ctx);
@@ -812,20 +821,30 @@ void rndv_conn_drained(struct pc_worker *w, struct conn *c)
 }
 
 /*
- * The DONE deadline (keepalive.c's look, every keepalive period / 2): a
- * descriptor of @c's unanswered for more than @limit_ns closes @c with
- * -ETIMEDOUT. Return: true if it did.
+ * The DONE deadline (keepalive.c's look, every keepalive period / 2) closes
+ * @c with -ETIMEDOUT when descriptors wait and the peer answered none for
+ * @limit_ns (since the oldest was sent, or since its last DONE if later:
+ * a receiver that is slow, its pool full, still answers now and then),
+ * or when the oldest has waited RNDV_OLDEST_LIMITS x @limit_ns whatever
+ * the peer answered meanwhile. Return: true if it closed @c.
  */
 bool rndv_overdue(struct pc_worker *w, struct conn *c, uint64_t now, uint64_t limit_ns)
 {
 	struct lmsg *lm = c->rv.tx_head;
+	uint64_t quiet, since;
 
-	if (!lm || lm->state != LM_BOUND || now <= lm->sent_ns + limit_ns)
+	if (!lm || lm->state != LM_BOUND)
 		return false;
+	since = PC_MAX(lm->sent_ns, c->rv.done_ns);
+	if (now <= since + limit_ns && now <= lm->sent_ns + RNDV_OLDEST_LIMITS * limit_ns)
+		return false;
+	quiet = now > since ? now - since : 0;
 	set_error(-ETIMEDOUT, "%s port %u qp 0x%x: %u rendezvous descriptors unanswered, the "
-		  "oldest for %llu ms (no DONE within %llu ms)", w->dev->name, w->dev->port,
-		  c->qpn, c->rv.tx_wait, (unsigned long long)(now - lm->sent_ns) / 1000000,
-		  (unsigned long long)limit_ns / 1000000);
+		  "oldest for %llu ms, no DONE for %llu ms (limits: %llu ms without a DONE, "
+		  "%llu ms for one descriptor)", w->dev->name, w->dev->port, c->qpn,
+		  c->rv.tx_wait, (unsigned long long)(now - lm->sent_ns) / 1000000,
+		  (unsigned long long)quiet / 1000000, (unsigned long long)limit_ns / 1000000,
+		  (unsigned long long)(RNDV_OLDEST_LIMITS * limit_ns) / 1000000);
 	drain_fail(w, c, -ETIMEDOUT);
 	return true;
 }

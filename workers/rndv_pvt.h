@@ -22,9 +22,10 @@
  * receive side quiet: no READ of the peer's can reach the block any more).
  *
  * A peer harms only its own connection: the bytes a connection's sends may
- * hold in the pool are capped at its fair share (rndv_tx_share()), and a
- * descriptor that no DONE answers for 8 keepalive periods closes the
- * connection (-ETIMEDOUT, rndv_overdue()).
+ * hold in the pool are capped at its fair share (tx_share()), and a peer
+ * that sends no DONE for 8 keepalive periods while descriptors wait, or
+ * leaves one unanswered 4 times that, is closed (-ETIMEDOUT,
+ * rndv_overdue()).
  *
  * Every object here is the worker's, except allocation from the pool
  * (pc_msg_alloc_size(), any thread), which takes the pool's spinlock.
@@ -39,6 +40,8 @@
 
 #define RNDV_MIN_SHIFT 16u	/* 64 KiB blocks */
 #define RNDV_SLOT 128u		/* per block: descriptor send [0, 64), DONE send [64, 128) */
+/* A descriptor unanswered this many DONE deadlines closes its conn, DONEs for others or not. */
+#define RNDV_OLDEST_LIMITS 4u
 
 enum lm_state {
 	LM_IDLE = 0,	/* no rendezvous in progress */

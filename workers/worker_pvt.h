@@ -350,6 +350,7 @@ void dp_handle_wc(struct pc_worker *w, struct ibv_wc *wc);
 void dp_sq_complete(struct pc_worker *w, struct conn *c, struct wr_ctx *ctx, int err);
 void dp_wr_failed(struct pc_worker *w, struct wr_ctx *ctx, int err);
 void dp_flush(struct pc_worker *w);
+void dp_flush_rndv_now(struct pc_worker *w, struct conn *c);
 void dp_grant_wait_check(struct pc_worker *w);
 int dp_post(struct pc_worker *w, struct conn *c, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 void dp_refill_srq(struct pc_worker *w, bool arm);

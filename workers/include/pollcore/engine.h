@@ -357,9 +357,9 @@ struct pc_device_params {
  *                   share, @large_pool_size / the worker's credited
  *                   connections, but one message is always allowed
  *                   whatever its size; beyond, pc_msg_alloc_size() fails
- *                   with ENOBUFS for that connection only. A descriptor
- *                   that no DONE answers within 8 x @keepalive_ms closes
- *                   its connection (see @keepalive_ms). When the pool
+ *                   with ENOBUFS for that connection only. A peer that
+ *                   stops answering descriptors with DONE is closed by
+ *                   the DONE deadline (see @keepalive_ms). When the pool
  *                   holds fewer max-size messages than there are
  *                   connections, several stalled peers sending at once
  *                   can still fill it until that deadline. Received large
@@ -382,17 +382,24 @@ struct pc_device_params {
  *                closes a connection whose send queue had WRs in flight
  *                and completed none for 8 × this (endless RNR retries, a
  *                stalled provider): -ETIMEDOUT, "no send completed".
- *                The same look closes a connection on which a rendezvous
- *                descriptor (a message above @msg_size) had no DONE for
- *                8 × this (16 s by default; between that and 8.5 ×):
+ *                The same look holds the DONE deadline: a connection on
+ *                which rendezvous descriptors (messages above @msg_size)
+ *                wait closes when the peer sent no DONE for 8 × this
+ *                (16 s by default), counted from the oldest descriptor
+ *                or the last DONE, whichever is later, or when its
+ *                oldest descriptor has waited 32 × this (64 s) whatever
+ *                else was answered (checked every half period):
  *                -ETIMEDOUT, "N rendezvous descriptors unanswered"; its
  *                blocks of the large pool come back once its drain
- *                ended, when no READ can reach them. A receiver whose
- *                application keeps its own pool full that long (so that
- *                it cannot read) is closed the same way: the sender
- *                cannot tell it from a peer that hoards.
+ *                ended, when no READ can reach them. The receiver posts
+ *                DONE before its handler sees the message, but a
+ *                receiver whose application keeps its own pool full
+ *                that long (so that it reads nothing) is closed the
+ *                same way: the sender cannot tell it from a peer that
+ *                hoards.
  *                Default 2000; PC_KEEPALIVE_OFF disables probes and the
- *                send-queue rule; the DONE deadline then stays at 16 s.
+ *                send-queue rule; the DONE deadline then keeps the
+ *                default period (16 s and 64 s).
  *                Not for raw peers.
  * @no_numa: do not bind workers or allocate NUMA-local memory (then no
  *           placement override may be given).
