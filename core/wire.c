@@ -15,6 +15,7 @@ void wire_cm_fill(struct wire_cm_priv *priv, uint32_t credits, uint32_t window,
 		.credit_rkey = credit_rkey,
 		.max_msg = max_msg,
 		.window = window,
+		.max_large = max_msg,
 	};
 }
 
@@ -28,10 +29,13 @@ int wire_cm_parse(const char *who, const void *data, size_t len, struct wire_cm_
 	memcpy(&magic, data, sizeof(magic));
 	if (magic != PC_CM_MAGIC)
 		return 0;
-	if (len < sizeof(p))
+	if (len < offsetof(struct wire_cm_priv, max_large))
 		return set_error(-EPROTO, "%s: peer's connection parameters are invalid "
-				    "(%zu bytes, %zu expected)", who, len, sizeof(p));
-	memcpy(&p, data, sizeof(p));
+				    "(%zu bytes, %zu expected)", who, len,
+				    offsetof(struct wire_cm_priv, max_large));
+	/* a peer of the 28-byte layout: no max_large (zeros from the CM's padding, or none) */
+	memset(&p, 0, sizeof(p));
+	memcpy(&p, data, PC_MIN(len, sizeof(p)));
 	if (!p.window || p.window > WIRE_MAX_CREDITS || p.credits > p.window || !p.credit_rkey ||
 	    !p.max_msg)
 		return set_error(-EPROTO, "%s: peer's connection parameters are invalid "
@@ -63,4 +67,46 @@ bool wire_rej_parse(const void *data, size_t len, char *out, size_t outlen)
 		out[i] = r.why[i] >= 0x20 && r.why[i] < 0x7f ? r.why[i] : '?';
 	out[i] = 0;
 	return true;
+}
+
+int wire_rndv_check(const void *buf, uint32_t len, uint32_t msg_size, uint32_t max_large,
+		    struct wire_rndv *out, char *why, size_t whylen)
+{
+	struct wire_rndv d;
+
+	if (len != sizeof(d)) {
+		snprintf(why, whylen, "rendezvous descriptor of %u bytes (%zu expected)", len,
+			 sizeof(d));
+		return -EPROTO;
+	}
+	memcpy(&d, buf, sizeof(d));
+	if (d.inner > WIRE_RESPONSE) {
+		snprintf(why, whylen, "rendezvous descriptor of unknown message type %u", d.inner);
+		return -EPROTO;
+	}
+	if (d.len <= msg_size || d.len > max_large) {
+		snprintf(why, whylen, "rendezvous descriptor of %u bytes, outside (%u, %u]", d.len,
+			 msg_size, max_large > msg_size ? max_large : msg_size);
+		return -EPROTO;
+	}
+	if (!d.rkey || d.addr + d.len < d.addr) {
+		snprintf(why, whylen, "rendezvous descriptor with rkey 0x%x, address 0x%llx",
+			 d.rkey, (unsigned long long)d.addr);
+		return -EPROTO;
+	}
+	*out = d;
+	return 0;
+}
+
+int wire_done_check(const void *buf, uint32_t len, struct wire_done *out)
+{
+	struct wire_done d;
+
+	if (len != sizeof(d))
+		return -EPROTO;
+	memcpy(&d, buf, sizeof(d));
+	if (d.status > 0)
+		return -EPROTO;
+	*out = d;
+	return 0;
 }

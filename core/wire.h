@@ -28,7 +28,10 @@ enum wire_type {
 	WIRE_ONEWAY = 0,
 	WIRE_REQUEST,
 	WIRE_RESPONSE,
-	WIRE_TYPE_MAX = WIRE_RESPONSE,
+	/* internal to pollcore, never delivered (workers/rndv.c) */
+	WIRE_RNDV,	/* a rendezvous descriptor: READ my buffer (struct wire_rndv) */
+	WIRE_DONE,	/* the READ of a descriptor ended (struct wire_done) */
+	WIRE_TYPE_MAX = WIRE_DONE,
 };
 
 /*
@@ -104,12 +107,79 @@ struct wire_cm_priv {
 	uint32_t credit_rkey;
 	uint32_t max_msg;	/* largest payload accepted */
 	uint32_t window;	/* credits outstanding at most */
+	/*
+	 * Largest message accepted by rendezvous (> max_msg), or max_msg when
+	 * none is. 0 (a peer that sends only the first 28 bytes, which the
+	 * CM pads with zeros) means max_msg.
+	 */
+	uint32_t max_large;
 } __attribute__((packed));
-static_assert(sizeof(struct wire_cm_priv) == 28, "private data layout");
+static_assert(sizeof(struct wire_cm_priv) == 32, "private data layout");
 static_assert(sizeof(struct wire_cm_priv) <= 56, "fits IB CM REQ private data");
 
 /* A grant larger than this is nonsense (or an attack on our counters). */
 #define WIRE_MAX_CREDITS (1u << 14)
+
+/*
+ * Rendezvous (workers/rndv.c): a message above the peer's max_msg goes as
+ * a descriptor (type WIRE_RNDV, the header's req_id its request id) naming
+ * bytes the sender bound to a memory window for this connection only; the
+ * receiver RDMA-READs them and answers WIRE_DONE with the descriptor's
+ * token, after which the sender invalidates the window. Both are ordinary
+ * credited messages.
+ *
+ * A sender has at most WIRE_RNDV_MAX descriptors unanswered per
+ * connection; a receiver that sees more closes the connection.
+ */
+#define WIRE_RNDV_MAX 32u
+
+struct wire_rndv {
+	uint8_t inner;		/* enum wire_type of the message: ONEWAY, REQUEST or RESPONSE */
+	uint8_t pad[3];
+	uint32_t rkey;		/* of the memory window over [addr, addr + len) */
+	uint64_t addr;
+	uint64_t token;		/* the sender's, echoed in WIRE_DONE */
+	uint32_t len;		/* payload bytes */
+	uint32_t pad2;
+};
+static_assert(sizeof(struct wire_rndv) == 32, "descriptor layout");
+
+struct wire_done {
+	uint64_t token;		/* the descriptor's */
+	int32_t status;		/* 0: read; a negative errno otherwise */
+	uint32_t pad;
+};
+static_assert(sizeof(struct wire_done) == 16, "done layout");
+
+/**
+ * wire_rndv_check - validates a received descriptor.
+ * @buf: its payload (after the header).
+ * @len: the payload's length.
+ * @msg_size: the largest message we accept without rendezvous.
+ * @max_large: the largest we accept with it (0: none).
+ * @out: filled when valid.
+ * @why: what was wrong, when not.
+ * @whylen: size of @why.
+ *
+ * Pure; any thread.
+ *
+ * Return: 0, or -EPROTO (@why set): a payload that is not a descriptor,
+ * an unknown inner type, a length not above @msg_size or above
+ * @max_large, rkey 0, or an address range that wraps.
+ */
+int wire_rndv_check(const void *buf, uint32_t len, uint32_t msg_size, uint32_t max_large,
+		    struct wire_rndv *out, char *why, size_t whylen);
+
+/**
+ * wire_done_check - validates a received WIRE_DONE.
+ * @buf: its payload.
+ * @len: its length.
+ * @out: filled when valid.
+ *
+ * Return: 0, or -EPROTO when the payload is not a wire_done or its status
+ * is positive. Whether the token is known is the caller's to check.
+ */
+int wire_done_check(const void *buf, uint32_t len, struct wire_done *out);
 
 /**
  * wire_cm_fill - our private data for connect or accept.
@@ -119,9 +189,17 @@ static_assert(sizeof(struct wire_cm_priv) <= 56, "fits IB CM REQ private data");
  * @credit_addr: address of our credit word, for the peer's RDMA WRITEs.
  * @credit_rkey: its rkey.
  * @max_msg: largest payload we accept.
+ *
+ * max_large is set to @max_msg (no rendezvous); the caller raises it.
  */
 void wire_cm_fill(struct wire_cm_priv *priv, uint32_t credits, uint32_t window,
 		  uint64_t credit_addr, uint32_t credit_rkey, uint32_t max_msg);
+
+/* The peer's rendezvous limit from its private data: max_large, or max_msg (none). */
+static inline uint32_t wire_cm_max_large(const struct wire_cm_priv *p)
+{
+	return p->max_large > p->max_msg ? p->max_large : p->max_msg;
+}
 
 /**
  * wire_cm_parse - what the peer said in its private data.

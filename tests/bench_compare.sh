@@ -25,5 +25,12 @@ for key, base in (("send_64", "perftest_best"), ("write_64", "perftest"),
     for k in ("pollcore", base, "ratio"):
         if not isinstance(e.get(k), (int, float)) or e[k] <= 0:
             sys.exit(f"FAIL: {key}.{k} is not a positive number: {e}")
-print("compare-perftest: the JSON line has send_64, write_64, write_4096 and rpc_half_rtt_p50_us")
+e = j.get("large_1m")
+if not isinstance(e, dict):
+    sys.exit("FAIL: the JSON line has no large_1m")
+for k in ("pollcore", "ib_read_bw", "ib_send_bw", "ratio_read", "ratio_send"):
+    if not isinstance(e.get(k), (int, float)) or e[k] <= 0:
+        sys.exit(f"FAIL: large_1m.{k} is not a positive number: {e}")
+print("compare-perftest: the JSON line has send_64, write_64, write_4096, rpc_half_rtt_p50_us "
+      "and large_1m")
 ' || exit 1

@@ -193,6 +193,8 @@ int fpeer_connect(struct fpeer *p, const char *addr, uint16_t port, const struct
 			.max_msg = p->slot_size - WIRE_HDR_LEN,
 			/* granted once, up front, never more: the window is that grant */
 			.window = o->credits ? o->credits : 64,
+			/* what it claims to take by rendezvous (it reads nothing, answers no DONE) */
+			.max_large = o->max_large,
 		};
 		param.private_data = &priv;
 		param.private_data_len = sizeof(priv);

@@ -59,6 +59,7 @@ struct fpeer_opts {
 		FPEER_BLOB,		/* @blob, @blob_len bytes, as it is */
 	} priv;
 	uint32_t credits;		/* FPEER_POLLCORE; 0: 64 */
+	uint32_t max_large;		/* FPEER_POLLCORE: rendezvous limit claimed; 0: none */
 	const void *blob;
 	uint8_t blob_len;
 	uint32_t slot_size;		/* bytes per send and receive slot; 0: 8256 */

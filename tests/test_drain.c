@@ -11,7 +11,7 @@
  *  - a drained connection is retired only once its received buffers and
  *    its references (engine.h's lifetime rule) are all back.
  */
-#include "worker_pvt.h"
+#include "rndv_pvt.h"
 
 #include "pc_test.h"
 
@@ -113,6 +113,25 @@ void calls_close(struct pc_worker *w, struct conn *c)
 {
 	(void)w;
 	(void)c;
+}
+
+void rndv_conn_close(struct pc_worker *w, struct conn *c)
+{
+	(void)w;
+	(void)c;
+}
+
+void rndv_conn_drained(struct pc_worker *w, struct conn *c)
+{
+	(void)w;
+	(void)c;
+}
+
+void rndv_cancel(struct pc_worker *w, struct wr_ctx *ctx)
+{
+	(void)w;
+	(void)ctx;
+	ck_abort_msg("no rendezvous in these tests");
 }
 
 void ctl_post(struct ctl_inbox *in, struct conn *c, enum ctl_kind kind)

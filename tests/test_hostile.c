@@ -202,7 +202,7 @@ END_TEST
 START_TEST(test_unknown_type)
 {
 	hostile_begin();
-	one_bad_message("type 3", PC_WIRE_MAGIC, WIRE_TYPE_MAX + 1, 32, 32, 0, why_malformed);
+	one_bad_message("unknown type", PC_WIRE_MAGIC, WIRE_TYPE_MAX + 1, 32, 32, 0, why_malformed);
 	one_bad_message("type 255", PC_WIRE_MAGIC, 0xff, 0, 0, 0, why_malformed);
 	hostile_end(2);
 }

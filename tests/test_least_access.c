@@ -9,7 +9,10 @@
  *
  * Asserted: receive and send pools are LOCAL_WRITE or nothing; credit words
  * (16 bytes) allow LOCAL_WRITE | REMOTE_WRITE and nothing more, one per
- * connection, gone with it; nothing else is remotely accessible, which a
+ * connection, gone with it; each worker's large-message pool allows
+ * LOCAL_WRITE | MW_BIND and nothing more (a peer reads it only through a
+ * type-2 window bound for one message on its own QP: test_rndv.c), and its
+ * rendezvous slots are local; nothing else is remotely accessible, which a
  * peer then tries for real (RDMA WRITE and READ on the pools with their
  * keys); nothing is left registered after the engines are destroyed.
  */
@@ -146,8 +149,11 @@ static const char *access_str(unsigned int a, char *buf, size_t len)
 }
 
 struct census {
-	unsigned int live, credit, pools, bad;
+	unsigned int live, credit, pools, large, bad;
 };
+
+/* A worker's large-message pool (workers/rndv.c): windows may be bound on it, no more. */
+#define LARGE_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND)
 
 /*
  * Counts the live MRs registered from @from on; with @print, lists them and
@@ -177,6 +183,10 @@ static void take_census(const char *when, unsigned int from, bool print, struct 
 				c->credit++;
 				continue;
 			}
+			if (r->access == LARGE_ACCESS) {
+				c->large++;
+				continue;
+			}
 			c->bad++;
 			EXPECT(!print, "%s: an MR of %zu bytes at %p is remotely accessible (%s); only "
 			       "16-byte credit words may be, with LOCAL_WRITE|REMOTE_WRITE", when,
@@ -190,7 +200,8 @@ static void take_census(const char *when, unsigned int from, bool print, struct 
 	}
 	pthread_mutex_unlock(&mr_lock);
 	if (print)
-		printf("  %u live: %u credit words, %u local\n", c->live, c->credit, c->pools);
+		printf("  %u live: %u credit words, %u large pools, %u local\n", c->live, c->credit,
+		       c->large, c->pools);
 }
 
 /* Whether @tid is a thread of this process now. */
@@ -250,10 +261,16 @@ START_TEST(test_least_access)
 	for (i = 0; i < nconns; i++)
 		EXPECT(fcli_wait_recv(cli, i, 100, 30000), "conn %u: no traffic", i);
 
-	/* the server's and the client's workers each own two pools; each side of a connection one credit word */
+	/*
+	 * The server's and the client's workers each own three local MRs (rx
+	 * and tx pools, rendezvous slots) and a large pool; each side of a
+	 * connection one credit word.
+	 */
 	take_census("with 3 connections", first, true, &c);
-	EXPECT(c.pools == 2 * (workers + 1), "%u local MRs, expected %u (rx and tx pool per worker)",
-	       c.pools, 2 * (workers + 1));
+	EXPECT(c.pools == 3 * (workers + 1), "%u local MRs, expected %u (rx and tx pool, "
+	       "rendezvous slots per worker)", c.pools, 3 * (workers + 1));
+	EXPECT(c.large == workers + 1, "%u large pools (LOCAL_WRITE|MW_BIND), expected %u, one per "
+	       "worker", c.large, workers + 1);
 	EXPECT(c.credit == 2 * nconns, "%u credit words for %u connections (both sides in this "
 	       "process), expected %u", c.credit, nconns, 2 * nconns);
 	ck_assert_uint_eq(mr_overflow, 0);

@@ -156,6 +156,84 @@ START_TEST(test_cm_roundtrip)
 }
 END_TEST
 
+START_TEST(test_cm_max_large)
+{
+	struct wire_cm_priv p, out;
+
+	ck_assert_uint_le(sizeof(p), 56);
+	wire_cm_fill(&p, 0, 64, 8, 1, 4096);
+	/* filled: no rendezvous until the caller raises it */
+	ck_assert_uint_eq(p.max_large, 4096);
+	p.max_large = 16u << 20;
+	ck_assert_int_eq(wire_cm_parse("dev0", &p, sizeof(p), &out), 1);
+	ck_assert_uint_eq(out.max_large, 16u << 20);
+	ck_assert_uint_eq(wire_cm_max_large(&out), 16u << 20);
+	/* the 28-byte layout: max_large reads as none, i.e. max_msg */
+	memset(&out, 0x5a, sizeof(out));
+	ck_assert_int_eq(wire_cm_parse("dev0", &p, 28, &out), 1);
+	ck_assert_uint_eq(out.max_large, 0);
+	ck_assert_uint_eq(wire_cm_max_large(&out), 4096);
+	/* below max_msg is nonsense: read as none */
+	p.max_large = 100;
+	ck_assert_int_eq(wire_cm_parse("dev0", &p, sizeof(p), &out), 1);
+	ck_assert_uint_eq(wire_cm_max_large(&out), 4096);
+	/* shorter than 28: refused */
+	ck_assert_int_eq(wire_cm_parse("dev0", &p, 27, &out), -EPROTO);
+}
+END_TEST
+
+START_TEST(test_rndv_descriptor)
+{
+	struct wire_rndv d = { .inner = WIRE_REQUEST, .rkey = 0x77, .addr = 0x1000,
+			       .token = 0x500000003ull, .len = 4097 }, out, bad;
+	struct wire_done done = { .token = 9, .status = 0 }, dout;
+	char why[128];
+
+	ck_assert_int_eq(wire_rndv_check(&d, sizeof(d), 4096, 16u << 20, &out, why, sizeof(why)), 0);
+	ck_assert_uint_eq(out.token, d.token);
+	ck_assert_uint_eq(out.len, 4097);
+	ck_assert_uint_eq(out.inner, WIRE_REQUEST);
+	/* the wrong size */
+	ck_assert_int_eq(wire_rndv_check(&d, sizeof(d) - 1, 4096, 16u << 20, &out, why,
+					 sizeof(why)), -EPROTO);
+	ck_assert_ptr_nonnull(strstr(why, "descriptor of 31 bytes"));
+	/* not above msg_size */
+	bad = d;
+	bad.len = 4096;
+	ck_assert_int_eq(wire_rndv_check(&bad, sizeof(bad), 4096, 16u << 20, &out, why,
+					 sizeof(why)), -EPROTO);
+	ck_assert_ptr_nonnull(strstr(why, "4096 bytes"));
+	/* above our limit, or no rendezvous at all */
+	bad.len = (16u << 20) + 1;
+	ck_assert_int_eq(wire_rndv_check(&bad, sizeof(bad), 4096, 16u << 20, &out, why,
+					 sizeof(why)), -EPROTO);
+	ck_assert_int_eq(wire_rndv_check(&d, sizeof(d), 4096, 0, &out, why, sizeof(why)), -EPROTO);
+	/* an internal type inside, or an unknown one */
+	bad = d;
+	bad.inner = WIRE_RNDV;
+	ck_assert_int_eq(wire_rndv_check(&bad, sizeof(bad), 4096, 16u << 20, &out, why,
+					 sizeof(why)), -EPROTO);
+	ck_assert_ptr_nonnull(strstr(why, "type 3"));
+	/* rkey 0, or a range that wraps */
+	bad = d;
+	bad.rkey = 0;
+	ck_assert_int_eq(wire_rndv_check(&bad, sizeof(bad), 4096, 16u << 20, &out, why,
+					 sizeof(why)), -EPROTO);
+	bad = d;
+	bad.addr = UINT64_MAX - 10;
+	ck_assert_int_eq(wire_rndv_check(&bad, sizeof(bad), 4096, 16u << 20, &out, why,
+					 sizeof(why)), -EPROTO);
+	/* DONE */
+	ck_assert_int_eq(wire_done_check(&done, sizeof(done), &dout), 0);
+	ck_assert_uint_eq(dout.token, 9);
+	ck_assert_int_eq(wire_done_check(&done, 8, &dout), -EPROTO);
+	done.status = 5;
+	ck_assert_int_eq(wire_done_check(&done, sizeof(done), &dout), -EPROTO);
+	done.status = -EIO;
+	ck_assert_int_eq(wire_done_check(&done, sizeof(done), &dout), 0);
+}
+END_TEST
+
 START_TEST(test_cm_raw_peers)
 {
 	struct wire_cm_priv p, out;
@@ -199,7 +277,7 @@ START_TEST(test_cm_invalid)
 	}
 	/* our magic but cut short (the first layout had no window): refused, not raw */
 	wire_cm_fill(&p, 0, 64, 8, 1, 4096);
-	for (len = 4; len < sizeof(p); len++) {
+	for (len = 4; len < offsetof(struct wire_cm_priv, max_large); len++) {
 		ck_assert_int_eq(wire_cm_parse("mlx5_7", &p, len, &out), -EPROTO);
 		ck_assert_ptr_nonnull(strstr(pc_last_error(), "bytes"));
 	}
@@ -253,6 +331,8 @@ int main(void)
 	tcase_add_test(tc, test_grant_expand);
 	tcase_add_test(tc, test_cm_roundtrip);
 	tcase_add_test(tc, test_cm_raw_peers);
+	tcase_add_test(tc, test_cm_max_large);
+	tcase_add_test(tc, test_rndv_descriptor);
 	tcase_add_test(tc, test_cm_invalid);
 	tcase_add_test(tc, test_cm_reject);
 	suite_add_tcase(s, tc);

@@ -106,6 +106,7 @@ void conn_apply_peer(struct conn *c)
 	c->peer_credit_addr = c->peer_priv.credit_addr;
 	c->peer_credit_rkey = c->peer_priv.credit_rkey;
 	c->peer_max_msg = c->peer_priv.max_msg;
+	c->rv.peer_max_large = wire_cm_max_large(&c->peer_priv);
 	c->peer_window = c->peer_priv.window;
 }
 

@@ -153,6 +153,11 @@ enum wr_kind {
 	WR_OP,		/* struct op_priv inside a struct pc_op */
 	WR_CREDIT,	/* conn->credit_ctx: RDMA WRITE of granted credits */
 	WR_MARKER,	/* conn->marker_ctx: last WR of a closing QP */
+	/* rendezvous (rndv.c): contexts embedded in a large-pool message (struct lmsg) */
+	WR_RNDV_BIND,	/* bind its memory window (sender) */
+	WR_RNDV_INV,	/* invalidate it after DONE (sender) */
+	WR_RNDV_READ,	/* READ the peer's bytes into it (receiver) */
+	WR_RNDV_DONE,	/* tell the peer its bytes were read (receiver) */
 };
 
 /* What a submission through the MPSC ring asks for. */
@@ -248,6 +253,53 @@ enum conn_state {
 	CONN_DRAINING,		/* QP in ERR, waiting for the marker and LAST_WQE */
 	CONN_DRAINED,		/* DOWN delivered; waiting for held buffers */
 	CONN_RETIRED,		/* handed back to control for destruction */
+};
+
+/*
+ * A connection's rendezvous state (workers/rndv.c); owning worker only,
+ * peer_max_large set before ATTACH / at UP with the other peer parameters.
+ */
+struct lmsg;
+
+struct rndv_conn {
+	uint32_t peer_max_large;	/* the peer's limit (its max_msg if it has no rendezvous) */
+	uint32_t tx_open;	/* descriptors sent whose window is not yet invalidated */
+	/*
+	 * Descriptors sent and not answered by a DONE, oldest first (the DONE
+	 * deadline looks at the head); from the close on, also the blocks whose
+	 * windows wait for the drain's end (LM_CLOSED).
+	 */
+	struct lmsg *tx_head, *tx_tail;
+	uint32_t tx_wait;	/* on that list */
+	uint64_t done_ns;	/* coarse_ns() of the peer's last DONE (the DONE deadline) */
+	bool drained;		/* the drain ended: its QP flushed, no READ reaches the pool */
+	/* pool bytes allocated to send on this conn and not back yet: under the pool's lock */
+	uint64_t tx_bytes;
+	uint32_t rx_open;	/* descriptors received whose DONE is not yet queued */
+	uint32_t reads;		/* READs posted, not completed */
+	uint32_t rd_depth;	/* the QP's max_rd_atomic; 0 until the first READ asks */
+	uint64_t rx_bytes;	/* pool bytes read for this conn and not given back yet */
+	/*
+	 * Order (engine.h: per connection, messages come in order): a message
+	 * that arrived after a descriptor not yet read and delivered waits
+	 * here, in order, until it is (dp_rx_hold()). Descriptors received,
+	 * and finished (delivered, or failed), counted.
+	 */
+	uint32_t rx_seq, rx_dlv;
+	struct wr_ctx *hold_head, **hold_tail;
+	/* descriptors waiting for room in the pool, in order (at most WIRE_RNDV_MAX) */
+	struct wire_rndv pend[WIRE_RNDV_MAX];
+	uint64_t pend_req[WIRE_RNDV_MAX];
+	uint32_t pend_head, pend_n;
+	/*
+	 * READs, DONEs and LOCAL_INVs to post, in order: a queue apart from the
+	 * backlog, posted before it, so that they never wait behind a large
+	 * send that waits for them (both sides' sends at WIRE_RNDV_MAX, each
+	 * waiting for DONEs queued behind the other's).
+	 */
+	struct wr_ctx *q_head, **q_tail;	/* q_tail NULL: empty */
+	bool waiting;		/* on the pool's wait list */
+	struct conn *wait_next;
 };
 
 struct conn {
@@ -402,6 +454,8 @@ struct conn {
 
 	/* before the worker gives it a slot, after it gives the slot back, or without one */
 	struct pc_stats_conn st_local pc_cache_aligned;
+	/* rendezvous: worker only (rndv.c) */
+	struct rndv_conn rv;
 	/* the peer's numeric address and port; control, before ATTACH */
 	char peer[sizeof(((struct pc_stats_conn *)0)->peer)];
 	uint16_t peer_port;

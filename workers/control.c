@@ -9,6 +9,7 @@
  * wfcqueue.
  */
 #include "engine_pvt.h"
+#include "rndv_pvt.h"
 
 #include <fcntl.h>
 #include <netdb.h>
@@ -43,6 +44,7 @@ static void cm_fill_priv(struct conn *c, struct wire_cm_priv *priv)
 {
 	wire_cm_fill(priv, 0, c->window, (uintptr_t)&c->credit_word[0], c->credit_mr->rkey,
 		     c->e->p.msg_size);
+	priv->max_large = rndv_max_large(c->w);
 }
 
 /* --- choosing a worker ------------------------------------------------------------ */

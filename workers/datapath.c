@@ -15,6 +15,7 @@
  * their own, never from the SRQ.
  */
 #include "dp_credit.h"
+#include "rndv_pvt.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -78,7 +79,8 @@ static inline struct pc_pool *rx_pool(struct pc_worker *w, const struct msg *m)
 void dp_credited_join(struct pc_worker *w, struct conn *c)
 {
 	c->allow = w->p->min_window;
-	w->ncredited++;
+	/* relaxed store: pc_msg_alloc_size() reads it on app threads (rndv.c's share) */
+	__atomic_store_n(&w->ncredited, w->ncredited + 1, __ATOMIC_RELAXED);
 	w->floor_deficit += w->p->min_window;
 	/* the control thread reserved that floor in adm_taken when it admitted @c */
 	w->adm_pub += w->p->min_window;
@@ -104,7 +106,7 @@ void dp_credited_leave(struct pc_worker *w, struct conn *c)
 	c->granted = c->recv_credited + keep;
 	w->credits_out -= o - keep;
 	w->floor_deficit -= credit_short(o, w->p->min_window);
-	w->ncredited--;
+	__atomic_store_n(&w->ncredited, w->ncredited - 1, __ATOMIC_RELAXED);
 	c->grant_pending = 0;
 	credits_publish(w);
 	credits_share_set(w);
@@ -142,6 +144,10 @@ void dp_msg_release(struct pc_worker *w, struct msg *m)
 		}
 		if (c)
 			conn_put(w, c);
+		return;
+	}
+	if (pc_unlikely(m->pool == POOL_LARGE)) {
+		rndv_release(w, m, c);
 		return;
 	}
 	if (pc_unlikely(pc_pool_put(rx_pool(w, m), m->buf))) {
@@ -414,6 +420,11 @@ static void dp_recv(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
 		}
 		c->recv_credited++;
 		credits_take(c, wire_grant_expand(c->peer_grant_seen, h.grant));
+		/* a rendezvous descriptor or DONE: pollcore's own, never delivered */
+		if (pc_unlikely(h.type > WIRE_RESPONSE)) {
+			rndv_recv(w, c, m, &h);
+			return;
+		}
 		m->pub.len = len - HDR;
 		m->pub.type = h.type;
 		m->pub.req_id = h.req_id;
@@ -426,6 +437,8 @@ static void dp_recv(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
 	STAT_ADD(c->st->msgs_recv, 1);
 	STAT_ADD(c->st->bytes_recv, m->pub.len);
 	STAT_ADD(w->st.rx_msgs, 1);
+	/* a descriptor before it not yet read: after that one (dp_rx_release()) */
+	m->rx_after = c->rv.rx_seq;
 	if (pc_unlikely(c->state == CONN_ATTACHED)) {
 		/*
 		 * A passive side may receive before its UP: held back until
@@ -443,8 +456,71 @@ static void dp_recv(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
 	}
 	if (pc_unlikely(call != NULL))
 		call_answer(w, c, m, call);
+	else if (pc_unlikely(m->rx_after != c->rv.rx_dlv))
+		dp_rx_hold(c, m);
 	else
 		deliver(w, p, c, m);
+}
+
+/*
+ * Keeps @m, which arrived after a rendezvous descriptor not yet read, until
+ * that one is delivered (dp_rx_release()): per connection, messages come
+ * in order. Call completions are not held: they are no part of that order.
+ */
+void dp_rx_hold(struct conn *c, struct msg *m)
+{
+	m->ctx.next = NULL;
+	if (!c->rv.hold_head)
+		c->rv.hold_tail = &c->rv.hold_head;
+	*c->rv.hold_tail = &m->ctx;
+	c->rv.hold_tail = &m->ctx.next;
+}
+
+/*
+ * A descriptor of @c's was finished (its message delivered, or its READ
+ * failed): the messages that came after it and before the next go on, in
+ * order. @all: the drain ended, every one goes (given back if @c was never
+ * UP).
+ */
+void dp_rx_release(struct pc_worker *w, struct conn *c, bool all)
+{
+	struct wr_ctx *ctx;
+
+	if (all)
+		c->rv.rx_dlv = c->rv.rx_seq;
+	while ((ctx = c->rv.hold_head)) {
+		struct msg *m = pc_container_of(ctx, struct msg, ctx);
+
+		if ((int32_t)(c->rv.rx_dlv - m->rx_after) < 0)
+			break;
+		c->rv.hold_head = ctx->next;
+		if (c->state >= CONN_DRAINING && !c->was_up)
+			dp_msg_release(w, m);
+		else
+			deliver(w, w->p, c, m);
+	}
+}
+
+/*
+ * A message read by rendezvous (rndv.c), bound to @c: counted and handed
+ * over as a received one is. Only once UP (READs are posted only then).
+ */
+void dp_deliver_read(struct pc_worker *w, struct conn *c, struct msg *m)
+{
+	void *call = NULL;
+
+	STAT_ADD(c->st->msgs_recv, 1);
+	STAT_ADD(c->st->bytes_recv, m->pub.len);
+	STAT_ADD(w->st.rx_msgs, 1);
+	if (m->pub.type == PC_MSG_RESPONSE && !response_matches(w, c, m->pub.req_id, &call)) {
+		dp_msg_release(w, m);
+		drain_fail(w, c, -EPROTO);
+		return;
+	}
+	if (call)
+		call_answer(w, c, m, call);
+	else
+		deliver(w, w->p, c, m);
 }
 
 /* After on_conn(UP): the messages that arrived before it, in order. */
@@ -455,8 +531,13 @@ void dp_deliver_early(struct pc_worker *w, struct conn *c)
 	c->early_head = NULL;
 	while (ctx) {
 		struct wr_ctx *next = ctx->next;
+		struct msg *m = pc_container_of(ctx, struct msg, ctx);
 
-		deliver(w, w->p, c, pc_container_of(ctx, struct msg, ctx));
+		/* one that came after a descriptor waits for it as it would have after UP */
+		if (pc_unlikely(m->rx_after != c->rv.rx_dlv))
+			dp_rx_hold(c, m);
+		else
+			deliver(w, w->p, c, m);
 		ctx = next;
 	}
 }
@@ -498,6 +579,8 @@ static void sq_done(void *arg, void *vctx, bool failed)
 		/* flushed or failed: not known to have arrived */
 		if (failed)
 			dp_count_dropped(ra->w, ctx->conn, 1);
+		if (pc_unlikely(m->pool == POOL_LARGE))
+			rndv_msg_sent(ra->w, m, failed);
 		/* a call's request stays with its call until that ends */
 		if (pc_unlikely(m->call_done != NULL))
 			call_sent(ra->w, ctx->conn, m);
@@ -511,6 +594,12 @@ static void sq_done(void *arg, void *vctx, bool failed)
 		break;
 	case WR_MARKER:
 		ctx->conn->marker_done = true;
+		break;
+	case WR_RNDV_BIND:
+	case WR_RNDV_INV:
+	case WR_RNDV_READ:
+	case WR_RNDV_DONE:
+		rndv_sq_done(ra->w, ctx, failed);
 		break;
 	default: /* WR_CREDIT: nothing to give back */
 		break;
@@ -532,7 +621,8 @@ static const char *ctx_what(const struct wr_ctx *ctx)
 	case WR_OP: return op_of_ctx((struct wr_ctx *)ctx)->code == PC_OP_READ ? "RDMA_READ"
 									     : "RDMA_WRITE";
 	case WR_CREDIT: return "credit RDMA_WRITE";
-	default: return "drain marker";
+	case WR_MARKER: return "drain marker";
+	default: return rndv_what(ctx);
 	}
 }
 

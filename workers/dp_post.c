@@ -7,6 +7,7 @@
  * Worker thread only. workers/datapath.c has the completion side.
  */
 #include "dp_credit.h"
+#include "rndv_pvt.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -105,6 +106,15 @@ static pc_always_inline int post_wrs(struct conn *c, struct ibv_send_wr *wr,
 	for (; wr; wr = wr->next) {
 		qx->wr_id = wr->wr_id;
 		qx->wr_flags = wr->send_flags & ~(unsigned int)IBV_SEND_INLINE;
+		/* rendezvous (rndv.c): no data of their own */
+		if (pc_unlikely(wr->opcode == IBV_WR_BIND_MW)) {
+			ibv_wr_bind_mw(qx, wr->bind_mw.mw, wr->bind_mw.rkey, &wr->bind_mw.bind_info);
+			continue;
+		}
+		if (pc_unlikely(wr->opcode == IBV_WR_LOCAL_INV)) {
+			ibv_wr_local_inv(qx, wr->invalidate_rkey);
+			continue;
+		}
 		switch (wr->opcode) {
 		case IBV_WR_RDMA_WRITE:
 			ibv_wr_rdma_write(qx, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr);
@@ -115,8 +125,8 @@ static pc_always_inline int post_wrs(struct conn *c, struct ibv_send_wr *wr,
 		default:
 			ibv_wr_send(qx);
 		}
-		if (!wr->num_sge)
-			ibv_wr_set_sge_list(qx, 0, NULL);
+		if (wr->num_sge != 1)
+			ibv_wr_set_sge_list(qx, (size_t)wr->num_sge, wr->sg_list);
 		else if (wr->send_flags & IBV_SEND_INLINE)
 			ibv_wr_set_inline_data(qx, (void *)(uintptr_t)wr->sg_list->addr,
 					       wr->sg_list->length);
@@ -165,6 +175,66 @@ static void post_chain(struct pc_worker *w, struct conn *c)
 	drain_fail(w, c, ret);
 }
 
+/* Takes a credit for a message about to be added to @c's chain; false: none left (stalled). */
+static pc_always_inline bool credit_spend(struct pc_worker *w, struct conn *c, uint64_t granted)
+{
+	if (!credits_avail(c)) {
+		/* counted once per episode, not per look */
+		if (!c->credit_stalled) {
+			PC_PROBE(credit_stall, c->qpn);
+			c->credit_stalled = true;
+			STAT_ADD(c->st->credit_stalls, 1);
+			STAT_ADD(w->st.credit_stalls, 1);
+		}
+		return false;
+	}
+	c->credit_stalled = false;
+	c->sent_credited++;
+	if (c->granted_published != granted) {
+		c->granted_published = granted;
+		c->grant_due = 0;
+		STAT_ADD(w->st.credit_piggybacks, 1);
+	}
+	return true;
+}
+
+/* Adds @c's queued rendezvous WRs to the chain, in order, while they may go (rndv_pvt.h). */
+static void flush_rndv(struct pc_worker *w, struct conn *c, uint32_t space, uint64_t granted)
+{
+	struct wr_chain *ch = &w->chain;
+
+	while (c->rv.q_head && ch->n < space) {
+		struct wr_ctx *ctx = c->rv.q_head;
+
+		/* a DONE is credited; a READ waits for the QP's initiator depth */
+		if (!rndv_ready(w, c, ctx, space - ch->n) ||
+		    (ctx->kind == WR_RNDV_DONE && !credit_spend(w, c, granted)))
+			break;
+		rndv_add(w, c, ctx);
+		c->rv.q_head = ctx->next;
+	}
+	if (!c->rv.q_head)
+		c->rv.q_tail = NULL;
+}
+
+/*
+ * Posts @c's queued rendezvous WRs now, in a chain of their own (rndv.c:
+ * a DONE before the message it answers is handed to the application, whose
+ * handler may hold the worker for long). Completion context, never while a
+ * chain is being built.
+ */
+void dp_flush_rndv_now(struct pc_worker *w, struct conn *c)
+{
+	struct wr_chain *ch = &w->chain;
+
+	if (c->state != CONN_UP)
+		return;
+	chain_reset(ch);
+	flush_rndv(w, c, PC_MIN(sq_space(&c->sq), cq_send_space(w)), c->granted);
+	if (ch->n)
+		post_chain(w, c);
+}
+
 /* Builds and posts one chain for @c: a credit grant, then its backlog. */
 static void flush_conn(struct pc_worker *w, struct conn *c)
 {
@@ -191,31 +261,29 @@ static void flush_conn(struct pc_worker *w, struct conn *c)
 		dp_refill_rq(w, c);
 	}
 	granted = c->granted;
+	/* rendezvous READs, DONEs, invalidates first: never behind a send that waits for them */
+	if (pc_unlikely(c->rv.q_head))
+		flush_rndv(w, c, space, granted);
 	while (c->bl_head && ch->n < space) {
 		struct wr_ctx *ctx = c->bl_head;
 
-		if (ctx->kind == WR_MSG) {
-			if (!c->raw) {
-				if (!credits_avail(c)) {
-					/* counted once per episode, not per look */
-					if (!c->credit_stalled) {
-						PC_PROBE(credit_stall, c->qpn);
-						c->credit_stalled = true;
-						STAT_ADD(c->st->credit_stalls, 1);
-						STAT_ADD(w->st.credit_stalls, 1);
-					}
-					stalled = true;
-					break;
-				}
-				c->credit_stalled = false;
-				c->sent_credited++;
-				if (c->granted_published != granted) {
-					c->granted_published = granted;
-					c->grant_due = 0;
-					STAT_ADD(w->st.credit_piggybacks, 1);
-				}
+		if (pc_likely(ctx->kind == WR_MSG)) {
+			struct msg *m = pc_container_of(ctx, struct msg, ctx);
+			bool large = pc_unlikely(m->pool == POOL_LARGE);
+
+			/* a large-pool message: a window bind and a descriptor, or two SGEs */
+			if (large && !rndv_send_ready(w, c, m, space - ch->n)) {
+				stalled = true;
+				break;
 			}
-			add_send(w, c, pc_container_of(ctx, struct msg, ctx));
+			if (!c->raw && !credit_spend(w, c, granted)) {
+				stalled = true;
+				break;
+			}
+			if (large)
+				rndv_add_send(w, c, m);
+			else
+				add_send(w, c, m);
 			STAT_ADD(w->st.tx_msgs, 1);
 		} else {
 			add_op(w, c, op_of_ctx(ctx));
@@ -243,8 +311,8 @@ void dp_flush(struct pc_worker *w)
 		c->dirty = false;
 		if (c->state == CONN_UP) {
 			flush_conn(w, c);
-			/* waiting for credits, SRQ room or a probe to go: next turn */
-			if (c->bl_head || c->grant_pending || c->probe)
+			/* waiting for credits, SRQ room, a probe or a rendezvous WR to go: next turn */
+			if (c->bl_head || c->grant_pending || c->probe || c->rv.q_head)
 				dp_mark_dirty(w, c);
 			/* waiting for a send to carry a grant, or its deadline */
 			else if (c->granted != c->granted_published)
@@ -276,7 +344,7 @@ void dp_grant_wait_check(struct pc_worker *w)
 
 /* --- submissions ------------------------------------------------------------------------- */
 
-static void backlog_add(struct conn *c, struct wr_ctx *ctx)
+void dp_backlog_add(struct conn *c, struct wr_ctx *ctx)
 {
 	ctx->next = NULL;
 	*c->bl_tail = ctx;
@@ -314,7 +382,7 @@ int dp_send(struct pc_worker *w, struct msg *m)
 		if (m->call_done)
 			call_begin(w, c, m);
 	}
-	backlog_add(c, &m->ctx);
+	dp_backlog_add(c, &m->ctx);
 	if (c->state == CONN_UP)
 		dp_mark_dirty(w, c);
 	return 0;
@@ -329,7 +397,7 @@ int dp_rdma(struct pc_worker *w, struct pc_op *op)
 		op->done(op, -ENOTCONN);
 		return 0;
 	}
-	backlog_add(c, &op_priv(op)->ctx);
+	dp_backlog_add(c, &op_priv(op)->ctx);
 	if (c->state == CONN_UP)
 		dp_mark_dirty(w, c);
 	return 0;

@@ -16,6 +16,7 @@
  * grace period.
  */
 #include "dp_credit.h"
+#include "rndv_pvt.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -76,10 +77,12 @@ static void backlog_cancel(struct pc_worker *w, struct conn *c)
 				call_sent(w, c, m);
 			else
 				dp_msg_release(w, m);
-		} else {
+		} else if (ctx->kind == WR_OP) {
 			struct pc_op *op = op_of_ctx(ctx);
 
 			op->done(op, -ECANCELED);
+		} else {
+			rndv_cancel(w, ctx);
 		}
 		ctx = next;
 	}
@@ -106,6 +109,7 @@ void drain_begin(struct pc_worker *w, struct conn *c)
 	if (!c->raw)
 		calls_close(w, c);
 	backlog_cancel(w, c);
+	rndv_conn_close(w, c);
 	/* never UP: what arrived before goes back unseen (no DOWN will follow) */
 	if (c->early_head)
 		dp_drop_early(w, c);
@@ -202,6 +206,12 @@ void drain_poll(struct pc_worker *w)
 			continue;
 		}
 		*pp = c->drain_next;
+		/*
+		 * No READ reaches its rendezvous windows now: their blocks go
+		 * back, and with them their references on @c, before DRAINED
+		 * (conn_put() would retire it then, before its DOWN).
+		 */
+		rndv_conn_drained(w, c);
 		conn_set_state(c, CONN_DRAINED);
 		PC_PROBE(conn_down, c->qpn, c->close_err, c->was_up);
 		/* no more completions for it: its marker's CQE is free again */

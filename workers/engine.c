@@ -5,6 +5,7 @@
  * when called on that worker, through its MPSC submission ring otherwise.
  */
 #include "engine_pvt.h"
+#include "rndv_pvt.h"
 
 #include <sched.h>
 #include <stdio.h>
@@ -57,8 +58,20 @@ static int params_normalise(struct pc_engine_params *p)
 	DEFAULT(ring_size, 1024);
 	DEFAULT(max_conns_per_worker, 1024);
 	DEFAULT(max_unanswered, p->window);
+	DEFAULT(max_msg_size, PC_MAX_MSG_DEFAULT);
+	if (p->max_msg_size < p->msg_size)
+		p->max_msg_size = p->msg_size;
+	if (p->max_msg_size > (1u << 31))
+		return set_error(-EINVAL, "max_msg_size %u exceeds 2 GiB", p->max_msg_size);
+	if (p->max_msg_size > p->msg_size) {
+		DEFAULT(large_pool_size, 2ull * p->max_msg_size);
+		if (p->large_pool_size < p->max_msg_size)
+			return set_error(-EINVAL, "large_pool_size %llu is below max_msg_size %u: "
+					    "the largest message could never be received",
+					    (unsigned long long)p->large_pool_size, p->max_msg_size);
+	}
 	DEFAULT(idle_spins, 1000);
-	DEFAULT(keepalive_ms, 2000);
+	DEFAULT(keepalive_ms, PC_KEEPALIVE_DEFAULT_MS);
 	p->sq_depth = (uint32_t)pc_align_pow2(p->sq_depth);
 	p->ring_size = (uint32_t)pc_align_pow2(p->ring_size);
 	if (p->on_request && !p->raw_bufs)
@@ -557,15 +570,22 @@ static int msg_submit(struct pc_msg *pm, uint8_t type)
 	if (pc_unlikely(pm->len > pm->cap))
 		return set_error(-EMSGSIZE, "message of %u bytes exceeds capacity %u", pm->len,
 				    pm->cap);
-	if (pc_unlikely(!c->raw && c->peer_max_msg && pm->len > c->peer_max_msg))
-		return set_error(-EMSGSIZE, "%s qp 0x%x: message of %u bytes exceeds the peer's maximum %u",
-				    c->w->dev->name, c->qpn, pm->len, c->peer_max_msg);
 	if (pc_unlikely(c->w != m->w))
 		return set_error(-EXDEV, "message belongs to %s, connection to %s", m->w->name,
 				    c->w->name);
-	/* a received buffer may be sent on: its payload offset follows the conn */
-	if (pc_unlikely(pm->data != (char *)m->buf->addr + (c->raw ? 0 : WIRE_HDR_LEN)))
-		return set_error(-EINVAL, "message data pointer was moved");
+	/* a buffer of the large pool goes by rendezvous, or as header and payload */
+	if (pc_unlikely(m->pool == POOL_LARGE)) {
+		ret = rndv_submit_check(c, m);
+		if (ret)
+			return ret;
+	} else {
+		if (pc_unlikely(!c->raw && c->peer_max_msg && pm->len > c->peer_max_msg))
+			return set_error(-EMSGSIZE, "%s qp 0x%x: message of %u bytes exceeds the peer's maximum %u",
+					    c->w->dev->name, c->qpn, pm->len, c->peer_max_msg);
+		/* a received buffer may be sent on: its payload offset follows the conn */
+		if (pc_unlikely(pm->data != (char *)m->buf->addr + (c->raw ? 0 : WIRE_HDR_LEN)))
+			return set_error(-EINVAL, "message data pointer was moved");
+	}
 	/* closing or closed, maybe past DOWN (the message keeps @c allocated) */
 	if (pc_unlikely(__atomic_load_n(&c->state, __ATOMIC_RELAXED) >= CONN_DRAINING)) {
 		ret = pc_msg_release(pm);
@@ -678,8 +698,9 @@ int pc_call_cancel(struct pc_conn *pconn, uint64_t req_id)
 
 int pc_reply(struct pc_msg *req)
 {
-	if (req->type != PC_MSG_REQUEST)
-		return set_error(-EINVAL, "pc_reply on a message that is not a request");
+	/* a request answered in place, or a response built in a buffer of its own */
+	if (req->type != PC_MSG_REQUEST && req->type != PC_MSG_RESPONSE)
+		return set_error(-EINVAL, "pc_reply on a message that is neither a request nor a response");
 	return msg_submit(req, PC_MSG_RESPONSE);
 }
 
@@ -852,6 +873,7 @@ void pc_conn_info(const struct pc_conn *pconn, struct pc_conn_info *info)
 	/* written before UP (conn_apply_peer()), which the caller has seen */
 	info->peer_max_msg = c->raw ? 0 : c->peer_max_msg;
 	info->peer_window = c->raw ? 0 : c->peer_window;
+	info->peer_max_large = c->raw ? 0 : c->rv.peer_max_large;
 	info->recv_depth = c->raw ? c->rq_depth : 0;
 	info->recv_size = c->raw ? c->rq_size : 0;
 	info->peer_data_len = c->raw ? c->peer_data_len : 0;

@@ -21,6 +21,14 @@
  * peer stuck in RNR, or a provider whose requester stopped for any other
  * reason) is reported, not left UP and silent.
  *
+ * The same look holds the rendezvous DONE deadline (rndv_overdue()): no
+ * DONE for 8 keepalive periods (16 s by default, the same bound) while
+ * descriptors wait, or one descriptor waiting 4 times that, closes the
+ * connection with -ETIMEDOUT, so that a peer that takes
+ * descriptors and never answers keeps no block of the shared large pool
+ * for longer. With PC_KEEPALIVE_OFF the look still runs for it, at the
+ * default period, while any descriptor waits for its DONE.
+ *
  * No cost on the data path: the clock (coarse_ns(), no system call) is
  * read every 256 busy turns, every 64 idle ones (every one in
  * hybrid idle, whose turns can sleep); the look walks the connection table
@@ -30,6 +38,7 @@
 #include <errno.h>
 
 #include "worker_pvt.h"
+#include "rndv_pvt.h"
 #include "log_pvt.h"
 
 #define KA_SQ_STUCK_SCANS 16
@@ -53,8 +62,10 @@ static bool ka_sq_stalled(struct pc_worker *w, struct conn *c)
 	return true;
 }
 
-static void ka_scan(struct pc_worker *w)
+/* @off: keepalive is off, only the rendezvous DONE deadline applies. */
+static void ka_scan(struct pc_worker *w, uint64_t now, uint32_t period_ms, bool off)
 {
+	uint64_t done_limit = (uint64_t)period_ms * KA_SQ_STUCK_SCANS / 2 * 1000000;
 	struct cds_lfht_node *node;
 	struct cds_lfht_iter it;
 
@@ -63,7 +74,11 @@ static void ka_scan(struct pc_worker *w)
 		struct conn *c = conn_of_node(node);
 
 		/* c->w is set before the conn is published; other workers' conns are not ours */
-		if (c->w != w || c->state != CONN_UP || c->raw || ka_sq_stalled(w, c))
+		if (c->w != w || c->state != CONN_UP || c->raw)
+			continue;
+		if (c->rv.tx_head && rndv_overdue(w, c, now, done_limit))
+			continue;
+		if (off || ka_sq_stalled(w, c))
 			continue;
 		if (c->st->msgs_recv != c->ka_recv) {
 			c->ka_recv = c->st->msgs_recv;
@@ -80,13 +95,15 @@ static void ka_scan(struct pc_worker *w)
 
 void ka_look(struct pc_worker *w)
 {
+	bool off = w->p->keepalive_ms == PC_KEEPALIVE_OFF;
+	uint32_t period = off ? PC_KEEPALIVE_DEFAULT_MS : w->p->keepalive_ms;
 	uint64_t now;
 
-	if (w->p->keepalive_ms == PC_KEEPALIVE_OFF)
+	if (off && !rndv_unanswered(w))
 		return;
 	now = coarse_ns();
 	if (now < w->ka_next_ns)
 		return;
-	w->ka_next_ns = now + (uint64_t)w->p->keepalive_ms * 1000000 / 2;
-	ka_scan(w);
+	w->ka_next_ns = now + (uint64_t)period * 1000000 / 2;
+	ka_scan(w, now, period, off);
 }

@@ -10,7 +10,7 @@
  *    asked for with PC_POST_WR_EX; plain otherwise.
  * Control thread (QPs) and worker thread (CQ), at setup only.
  */
-#include "worker_pvt.h"
+#include "rndv_pvt.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -131,7 +131,12 @@ int worker_create_qp(struct pc_worker *w, struct conn *c, struct rdma_cm_id *id)
 		attr.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 		attr.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE |
 				      IBV_QP_EX_WITH_RDMA_READ;
+		if (w->rv)
+			attr.send_ops_flags |= IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV;
 	}
+	/* a small message sent from a large-pool buffer: header and payload, two SGEs (rndv.c) */
+	if (w->rv && !c->raw)
+		attr.cap.max_send_sge = 2;
 	c->sq.slot = calloc(p->sq_depth, sizeof(*c->sq.slot));
 	c->credit_word = aligned_alloc(PC_CACHELINE, PC_CACHELINE);
 	if (!c->sq.slot || !c->credit_word || reqset_init(&c->reqs, p->window))

@@ -4,6 +4,7 @@
  * posting, credits) is in datapath.c; closing connections in drain.c.
  */
 #include "dp_credit.h"
+#include "rndv_pvt.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -149,6 +150,9 @@ static int worker_setup(struct pc_worker *w)
 					      .sg_list = &r->sge, .num_sge = 1 };
 	}
 	msgs_init(w, w->tx_msgs, w->tx, p->tx_bufs, POOL_TX);
+	/* the large-message pool, beside them (NUMA-local when they are) */
+	if (rndv_setup(w, alloc != NULL))
+		pc_warn("%s: no rendezvous, messages up to msg_size: %s", w->name, pc_last_error());
 
 	w->submit = pc_ring_mpsc_create(p->ring_size);
 	if (!w->submit)
@@ -300,6 +304,7 @@ static void worker_release(struct pc_worker *w, bool all)
 		pool_dereg(w->rx);
 		pool_dereg(w->tx);
 		pool_dereg(w->raw);
+		rndv_release_verbs(w);
 	}
 }
 
@@ -316,6 +321,7 @@ static void worker_teardown(struct pc_worker *w)
 	pc_pool_destroy(w->tx);
 	pc_pool_destroy(w->rx);
 	pc_pool_destroy(w->raw);
+	rndv_destroy(w);
 	free(w->chans);
 	free(w->wc);
 	free(w->rsge);

@@ -55,7 +55,7 @@ static_assert((int)PC_MSG_ONEWAY == WIRE_ONEWAY && (int)PC_MSG_REQUEST == WIRE_R
 
 /* --- messages -------------------------------------------------------------- */
 
-enum msg_pool { POOL_RX = 0, POOL_TX, POOL_RAW };
+enum msg_pool { POOL_RX = 0, POOL_TX, POOL_RAW, POOL_LARGE /* struct lmsg (rndv_pvt.h) */ };
 
 /*
  * A buffer is posted with one of two contexts, each of an immutable kind:
@@ -77,6 +77,7 @@ struct msg {
 	uint8_t pool;		/* enum msg_pool */
 	uint8_t in_srq;		/* posted on the SRQ (teardown reclaims it) */
 	uint8_t in_rq;		/* posted on a raw peer's own receive queue (rctx.conn) */
+	uint32_t rx_after;	/* received: rendezvous descriptors its conn had received before it */
 	uint64_t t_call;	/* pc_call(): when, for the round-trip histogram */
 	/*
 	 * pc_call() with a completion (calls.c). On a request: the call,
@@ -156,6 +157,8 @@ struct worker_cfg {
 	struct pc_stats_conn *stats_slots;	/* and its max_conns_per_worker conn slots */
 };
 
+struct rndv_pool;
+
 struct pc_worker {
 	/* hot: worker thread */
 	const struct pc_engine_params *p;
@@ -175,6 +178,7 @@ struct pc_worker {
 	bool cq_single;		/* the CQ was created IBV_CREATE_CQ_ATTR_SINGLE_THREADED */
 	struct pc_pool *rx, *tx, *raw;
 	struct msg *rx_msgs, *tx_msgs, *raw_msgs;
+	struct rndv_pool *rv;	/* the large-message pool; NULL: no rendezvous (rndv.c) */
 	uint32_t srq_outstanding;
 	uint32_t credits_out;	/* sum over conns of credits the peers may still use */
 	uint32_t ncredited;	/* credited conns attached and not closing: they share srq_depth */
@@ -299,7 +303,8 @@ static_assert(offsetof(struct pc_worker, sleeping) % PC_CACHELINE == 0,
 	X(srq_posted) X(srq_doorbells) X(srq_limit_events) X(rx_msgs) X(tx_msgs) \
 	X(handoff_full) X(credit_stalls) X(credit_writes) X(credit_piggybacks) X(sleeps) X(sleep_ns) X(wakeups_cq) \
 	X(wakeups_submit) X(wakeups_poller) X(poller_work) X(poller_errors) X(wc_errors) X(stray_completions) X(poll_errors) X(msgs_dropped) \
-	X(conns) X(rx_held) X(srq_outstanding) X(credits_out) X(window)
+	X(rndv_sent) X(rndv_recv) \
+	X(conns) X(rx_held) X(srq_outstanding) X(credits_out) X(window) X(large_used_kib) X(large_waiting)
 
 /*
  * The worker running on this thread, if any (for pc_send() routing), read
@@ -345,6 +350,7 @@ void dp_handle_wc(struct pc_worker *w, struct ibv_wc *wc);
 void dp_sq_complete(struct pc_worker *w, struct conn *c, struct wr_ctx *ctx, int err);
 void dp_wr_failed(struct pc_worker *w, struct wr_ctx *ctx, int err);
 void dp_flush(struct pc_worker *w);
+void dp_flush_rndv_now(struct pc_worker *w, struct conn *c);
 void dp_grant_wait_check(struct pc_worker *w);
 int dp_post(struct pc_worker *w, struct conn *c, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 void dp_refill_srq(struct pc_worker *w, bool arm);
@@ -375,6 +381,10 @@ void calls_expire(struct pc_worker *w);
 void dp_drop_early(struct pc_worker *w, struct conn *c);
 struct conn *dp_conn_lookup(struct pc_worker *w, uint32_t qpn);
 void msg_bind(struct msg *m, struct conn *c);
+void dp_backlog_add(struct conn *c, struct wr_ctx *ctx);
+void dp_deliver_read(struct pc_worker *w, struct conn *c, struct msg *m);
+void dp_rx_hold(struct conn *c, struct msg *m);
+void dp_rx_release(struct pc_worker *w, struct conn *c, bool all);
 
 /*
  * The conn a completion's QP number names, NULL if none is attached here:
@@ -396,6 +406,9 @@ unsigned int worker_poller_fds(struct pc_worker *w, struct pollfd *pfd, unsigned
 
 /* keepalive.c (worker thread) */
 void ka_look(struct pc_worker *w);
+
+/* pc_engine_params.keepalive_ms's default; the DONE deadline's period when keepalive is off. */
+#define PC_KEEPALIVE_DEFAULT_MS 2000u
 
 /* Keepalive looks at the clock every this many busy turns, idle ones, hybrid idle ones. */
 #define KA_BUSY_TURNS 256

@@ -17,7 +17,7 @@
  *      3: the reader opens here: later edits happen while it is open.
  * Each result is checked against an oracle written from the format, not
  * from the parser:
- *  - open accepts exactly the files whose header has the magic, version 4,
+ *  - open accepts exactly the files whose header has the magic, version 5,
  *    the three sizes, at most 4096 workers and 2^24 slots, the offsets and
  *    size of the creator's layout, a size within the file and a positive
  *    pid; -EAGAIN for an empty file or no magic yet; -EPROTO otherwise;
@@ -113,7 +113,7 @@ static void build(unsigned int nw, unsigned int ns)
 
 	memset(&h, 0, sizeof(h));
 	h.magic = PC_STATS_MAGIC;
-	h.version = 4;
+	h.version = 5;
 	h.hdr_size = 4096;
 	h.worker_size = WS;
 	h.conn_size = CS;
@@ -160,7 +160,7 @@ static int expect_open(struct pc_stats_hdr *want)
 	memcpy(want, file, flen < sizeof(*want) ? flen : sizeof(*want));
 	if (want->magic == 0)
 		return -EAGAIN;
-	if (flen < sizeof(*want) || want->magic != PC_STATS_MAGIC || want->version != 4 ||
+	if (flen < sizeof(*want) || want->magic != PC_STATS_MAGIC || want->version != 5 ||
 	    want->hdr_size != 4096 || want->worker_size != WS || want->conn_size != CS)
 		return -EPROTO;
 	slots = (uint64_t)want->nworkers * want->conn_slots;

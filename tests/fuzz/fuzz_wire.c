@@ -101,7 +101,7 @@ static void cm_as_received(const uint8_t *data, size_t size)
 	ret = wire_cm_parse("fuzzdev", data, size, &out);
 	if (size < 4 || ld32(data) != PC_CM_MAGIC) {
 		want = 0;
-	} else if (size < sizeof(struct wire_cm_priv)) {
+	} else if (size < offsetof(struct wire_cm_priv, max_large)) {
 		want = -EPROTO;
 	} else {
 		credits = ld32(data + 4);
@@ -113,7 +113,11 @@ static void cm_as_received(const uint8_t *data, size_t size)
 	}
 	PROP(ret == want, "%zu bytes: parser says %d, the format says %d", size, ret, want);
 	if (ret == 1) {
-		PROP(memcmp(&out, data, sizeof(out)) == 0, "private data not copied verbatim");
+		/* max_large may be missing (the 28-byte layout): read as 0 */
+		PROP(memcmp(&out, data, size < sizeof(out) ? size : sizeof(out)) == 0,
+		     "private data not copied verbatim");
+		PROP(size >= sizeof(out) || out.max_large == 0, "missing max_large read as %u",
+		     out.max_large);
 		PROP(out.magic == PC_CM_MAGIC, "magic 0x%x", out.magic);
 		PROP(out.window >= 1 && out.window <= WIRE_MAX_CREDITS, "window %u", out.window);
 		PROP(out.credits <= out.window, "credits %u over window %u", out.credits, out.window);

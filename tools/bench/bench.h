@@ -122,6 +122,7 @@ struct bench_opts {
 	uint32_t tx_depth;
 	uint32_t rx_depth;
 	uint32_t max_inline;	/* 0: the engine's default (64); PC_INLINE_NONE: none */
+	uint32_t msg_size;	/* client: the engine's msg_size; 0: size (no rendezvous) */
 	uint32_t window;
 	uint64_t count;	 /* per connection; 0: run for duration_s */
 	double duration_s;

@@ -184,7 +184,7 @@ static void rpc_response(struct bconn *x, struct pc_msg *m)
 		}
 		x->slot_sent = x->slot_sent + 1 == w ? 0 : x->slot_sent + 1;
 		set_sent(x, x->sent + 1);
-	} while (x->sent - x->done < w && more(x) && (m = pc_msg_alloc(x->conn)));
+	} while (x->sent - x->done < w && more(x) && (m = pc_msg_alloc_size(x->conn, size)));
 }
 
 /* send, worker producer: keeps `window` messages unacknowledged until done. */
@@ -196,7 +196,8 @@ static void send_top_up(struct bconn *x)
 	int ret;
 
 	while (x->sent - x->acked < cl->window && more(x)) {
-		m = pc_msg_alloc(x->conn);
+		/* above the engine's msg_size, from the large pool: rendezvous */
+		m = pc_msg_alloc_size(x->conn, size);
 		if (pc_unlikely(!m)) /* the pool is sized so that this is rare; */
 			return;	      /* the next acknowledgement retries */
 		m->len = size;
@@ -300,13 +301,13 @@ static void fail_main(struct bench_result *r, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* A send buffer for @x, waiting out short backpressure. */
-static struct pc_msg *alloc_wait(struct bconn *x)
+/* A send buffer of @len bytes for @x, waiting out short backpressure. */
+static struct pc_msg *alloc_wait(struct bconn *x, uint32_t len)
 {
 	struct pc_msg *m;
 	int tries = 0;
 
-	while (!(m = pc_msg_alloc(x->conn)) && errno == ENOBUFS && ++tries < 100000)
+	while (!(m = pc_msg_alloc_size(x->conn, len)) && errno == ENOBUFS && ++tries < 100000)
 		usleep(100);
 	return m;
 }
@@ -330,7 +331,7 @@ static int call_nowait(struct pc_msg *m)
 
 static int ctl_post(struct bconn *x, const struct bench_ctl *req)
 {
-	struct pc_msg *m = alloc_wait(x);
+	struct pc_msg *m = alloc_wait(x, sizeof(*req));
 	int ret;
 
 	if (!m) {
@@ -476,7 +477,7 @@ static int kick_msgs(struct bclient *cl, struct bconn *x, uint32_t n, struct pc_
 	int ret = 0;
 
 	for (k = 0; k < n; k++) {
-		first[k] = alloc_wait(x);
+		first[k] = alloc_wait(x, size);
 		if (!first[k]) {
 			while (k--)
 				pc_msg_release(first[k]);
@@ -586,11 +587,11 @@ static int send_burst(struct bclient *cl, struct bconn *x)
 		struct pc_msg *m = x->pending;
 
 		if (!m) {
-			m = pc_msg_alloc(x->conn);
+			m = pc_msg_alloc_size(x->conn, size);
 			if (!m) {
 				if (errno == ENOBUFS)
 					break; /* all in flight: backpressure */
-				cli_fail(x, "connection %u: pc_msg_alloc: %s", x->id,
+				cli_fail(x, "connection %u: pc_msg_alloc_size: %s", x->id,
 					 pc_last_error());
 				return -1;
 			}
@@ -837,7 +838,9 @@ static struct pc_engine *client_engine(struct bclient *cl)
 {
 	const struct bench_opts *o = cl->o;
 	struct pc_engine_params p;
-	uint32_t msg = o->mode == MODE_SEND || o->mode == MODE_RPC ? o->size : 0;
+	/* --msg-size below --size: messages above it go by rendezvous */
+	uint32_t msg = o->mode == MODE_SEND || o->mode == MODE_RPC ?
+		       (o->msg_size ? PC_MIN(o->msg_size, o->size) : o->size) : 0;
 	struct pc_engine *e;
 
 	bench_params(o, PC_MAX(msg, (uint32_t)sizeof(struct bench_ctl)), &p);

@@ -133,7 +133,7 @@ static void usage(FILE *f)
 		"                      [-q|--connections C] [--device NAME] [--workers N] [-w|--window W]\n"
 		"                      [-l|--post-batch B] [-Q|--signal-every N] [--poll-batch N]\n"
 		"                      [-t|--tx-depth D] [-r|--rx-depth D] [--inline B] [--no-numa] [--json]\n"
-		"                      [--producer worker|thread]\n"
+		"                      [--producer worker|thread] [--msg-size S]\n"
 		"                      [--idle busy|hybrid|auto]\n"
 		"defaults: port %d, size 64, duration 5 s (--quick: 1 s), 1 connection, 1 worker;\n"
 		"window (in flight per connection): rpc 1, send, write and read 128; the server's\n"
@@ -148,6 +148,9 @@ static void usage(FILE *f)
 		"--device: the RDMA device the engine opens (default: the first one); the\n"
 		"address must be on it (rdma_cm routes over the device that owns it).\n"
 		"--connect-timeout SECS: the client's, per connection (default 10).\n"
+		"--msg-size S: the client engine's msg_size (default: --size); send and rpc\n"
+		"messages above it go by rendezvous (the server RDMA-READs them), as do\n"
+		"those above the server's --max-size (default 4096) coming back.\n"
 		"--idle: busy (default, as perftest) polls without pause; hybrid sleeps on the\n"
 		"CQ's events after an idle spell (a one-sided server has nothing to poll, as\n"
 		"perftest's); auto is the library's default: busy only when bound to a core.\n"
@@ -186,7 +189,7 @@ static int u32_arg(const char *opt, const char *s, uint32_t min, uint32_t max, u
 
 enum {
 	O_WORKERS = 256, O_POLL, O_NONUMA, O_JSON, O_QUICK, O_BIND, O_MAXSIZE, O_UNDER, O_INLINE,
-	O_PRODUCER, O_CTIMEOUT, O_DEVICE, O_IDLE,
+	O_PRODUCER, O_CTIMEOUT, O_DEVICE, O_IDLE, O_MSGSIZE,
 };
 
 static const struct option long_opts[] = {
@@ -212,6 +215,7 @@ static const struct option long_opts[] = {
 	{ "quick", no_argument, NULL, O_QUICK },
 	{ "bind", required_argument, NULL, O_BIND },
 	{ "max-size", required_argument, NULL, O_MAXSIZE },
+	{ "msg-size", required_argument, NULL, O_MSGSIZE },
 	{ "undercount-every", required_argument, NULL, O_UNDER },
 	{ "connect-timeout", required_argument, NULL, O_CTIMEOUT },
 	{ "help", no_argument, NULL, 'h' },
@@ -227,7 +231,7 @@ static bool server_only(int c)
 static bool client_only(int c)
 {
 	return (c < 128 && strchr("msDnql", c)) || c == O_JSON || c == O_QUICK || c == O_INLINE ||
-	       c == O_PRODUCER;
+	       c == O_PRODUCER || c == O_MSGSIZE;
 }
 
 struct parsed {
@@ -285,6 +289,9 @@ static int parse_one(int c, const char *arg, struct parsed *p)
 	case O_WORKERS: return u32_arg("--workers", arg, 1, 64, &o->workers) ? 2 : 0;
 	case O_POLL: return u32_arg("--poll-batch", arg, 1, 4096, &o->poll_batch) ? 2 : 0;
 	case O_MAXSIZE: return u32_arg("--max-size", arg, 1, BENCH_MAX_SIZE, &p->max_size) ? 2 : 0;
+	case O_MSGSIZE:
+		return u32_arg("--msg-size", arg, (uint32_t)sizeof(struct bench_ctl), BENCH_MAX_SIZE,
+			       &o->msg_size) ? 2 : 0;
 	case O_CTIMEOUT:
 		return u32_arg("--connect-timeout", arg, 1, 3600, &o->connect_timeout_s) ? 2 : 0;
 	case O_UNDER:
@@ -410,12 +417,14 @@ static void print_json(const struct bench_opts *o, const struct bench_result *r)
 {
 	double rate = rate_of(o, r);
 
-	printf("{\"mode\": \"%s\", \"size\": %u, \"connections\": %u, \"workers\": %u, "
-	       "\"window\": %u, \"post_batch\": %u, \"seconds\": %.6f, \"sent\": %" PRIu64 ", \"completed\": %" PRIu64
+	printf("{\"mode\": \"%s\", \"size\": %u, \"rendezvous\": %s, \"connections\": %u, "
+	       "\"workers\": %u, \"window\": %u, \"post_batch\": %u, \"seconds\": %.6f, \"sent\": %" PRIu64 ", \"completed\": %" PRIu64
 	       ", \"received\": %" PRIu64 ", \"bytes_sent\": %" PRIu64
 	       ", \"bytes_received\": %" PRIu64 ", \"disorder\": %" PRIu64 ", \"verified\": %s, "
 	       "\"rate\": %.1f, \"mb_s\": %.3f",
-	       bench_mode_name(o->mode), o->size, o->conns, o->workers, o->window,
+	       bench_mode_name(o->mode), o->size,
+	       (o->mode == MODE_SEND || o->mode == MODE_RPC) && o->msg_size && o->size > o->msg_size
+		       ? "true" : "false", o->conns, o->workers, o->window,
 	       o->mode == MODE_SEND && o->producer == PROD_THREAD ? o->post_batch : 0, r->secs,
 	       r->sent, r->completed, r->received, r->bytes_sent, r->bytes_received, r->disorder,
 	       o->mode == MODE_WRITE || o->mode == MODE_READ ? (r->verified ? "true" : "false")

@@ -14,7 +14,7 @@
  *   ---------------------------------+------------+------------------+--------
  *   pc_engine_create/destroy         |   yes (1)  |        no        |   no
  *   pc_listen, pc_connect            |   yes      |        no        |   no
- *   pc_msg_alloc                     |   yes (2)  |   yes (3)        |   no
+ *   pc_msg_alloc, pc_msg_alloc_size  |   yes (2)  |   yes (3)        |   no
  *   pc_send, pc_call, pc_reply,      |   yes (2)  |   yes (3)        |   no
  *   pc_msg_release, pc_rdma          |            |                  |
  *   pc_close, pc_conn_get/put,       |   yes      |   yes            |   yes
@@ -28,6 +28,8 @@
  *       mode: the slot keeps its stock of send buffers); the calls on a
  *       message and pc_rdma go to the worker through that worker's bounded
  *       MPSC submission ring, from any thread.
+ *       pc_msg_alloc_size() above msg_size needs no attach: the large
+ *       pool is shared under a spinlock.
  *   (3) on the worker that owns the connection: direct, no ring.
  *   (4) a syscall: in a callback such as on_conn(UP), never per message.
  *
@@ -117,6 +119,9 @@ enum pc_handoff {
 
 /* pc_engine_params.window when left 0: receive credits one peer may hold. */
 #define PC_WINDOW_DEFAULT 64u
+
+/* pc_engine_params.max_msg_size's default: 16 MiB. */
+#define PC_MAX_MSG_DEFAULT (16u << 20)
 
 /* What a worker does when there is nothing to do. */
 enum pc_idle {
@@ -332,6 +337,34 @@ struct pc_device_params {
  *                  closes (-ETIMEDOUT, "N calls unanswered"); default
  *                  @window (each holds a window slot: at @window the
  *                  connection could make no call any more).
+ * @max_msg_size: largest message, default PC_MAX_MSG_DEFAULT (16 MiB).
+ *                Above @msg_size a message goes by rendezvous: the
+ *                receiver RDMA-READs it from the sender's buffer, which
+ *                the sender exposes for that one read through a memory
+ *                window bound on the connection's own QP. A device without
+ *                type-2 memory windows gets none (said once in the log):
+ *                its limit is @msg_size. Set it to @msg_size to turn
+ *                rendezvous off (no large pool then).
+ * @large_pool_size: bytes of each worker's large-message pool (NUMA-local,
+ *                   registered, in blocks of 64 KiB doubling up to
+ *                   @max_msg_size), from which large messages are sent
+ *                   and into which they are read; default 2 x
+ *                   @max_msg_size, at least @max_msg_size. A peer can
+ *                   hold only its own connection's part of it: the
+ *                   blocks allocated to send on one connection
+ *                   (pc_msg_alloc_size(), back once the peer's DONE came
+ *                   and the window was invalidated) stay within its fair
+ *                   share, @large_pool_size / the worker's credited
+ *                   connections, but one message is always allowed
+ *                   whatever its size; beyond, pc_msg_alloc_size() fails
+ *                   with ENOBUFS for that connection only. A peer that
+ *                   stops answering descriptors with DONE is closed by
+ *                   the DONE deadline (see @keepalive_ms). When the pool
+ *                   holds fewer max-size messages than there are
+ *                   connections, several stalled peers sending at once
+ *                   can still fill it until that deadline. Received large
+ *                   messages are read into the pool one at a time per
+ *                   connection, more only within the same share.
  * @idle: PC_IDLE_AUTO (default): a worker bound to a core of the plan's
  *        busy-polls; an unbound one (no_numa, no topology, more workers
  *        than cores) would take its core from the application, the
@@ -349,8 +382,25 @@ struct pc_device_params {
  *                closes a connection whose send queue had WRs in flight
  *                and completed none for 8 × this (endless RNR retries, a
  *                stalled provider): -ETIMEDOUT, "no send completed".
- *                Default 2000; PC_KEEPALIVE_OFF disables both. Not for
- *                raw peers.
+ *                The same look holds the DONE deadline: a connection on
+ *                which rendezvous descriptors (messages above @msg_size)
+ *                wait closes when the peer sent no DONE for 8 × this
+ *                (16 s by default), counted from the oldest descriptor
+ *                or the last DONE, whichever is later, or when its
+ *                oldest descriptor has waited 32 × this (64 s) whatever
+ *                else was answered (checked every half period):
+ *                -ETIMEDOUT, "N rendezvous descriptors unanswered"; its
+ *                blocks of the large pool come back once its drain
+ *                ended, when no READ can reach them. The receiver posts
+ *                DONE before its handler sees the message, but a
+ *                receiver whose application keeps its own pool full
+ *                that long (so that it reads nothing) is closed the
+ *                same way: the sender cannot tell it from a peer that
+ *                hoards.
+ *                Default 2000; PC_KEEPALIVE_OFF disables probes and the
+ *                send-queue rule; the DONE deadline then keeps the
+ *                default period (16 s and 64 s).
+ *                Not for raw peers.
  * @no_numa: do not bind workers or allocate NUMA-local memory (then no
  *           placement override may be given).
  * @housekeeping_pus: PUs kept free of planned workers for the rest of the
@@ -407,6 +457,8 @@ struct pc_engine_params {
 	uint32_t ring_size;
 	uint32_t max_conns_per_worker;
 	uint32_t max_unanswered;
+	uint32_t max_msg_size;
+	uint64_t large_pool_size;
 	enum pc_idle idle;
 	uint32_t idle_spins;
 	uint32_t keepalive_ms;
@@ -526,6 +578,46 @@ PC_API int pc_close(struct pc_conn *conn);
 PC_API struct pc_msg *pc_msg_alloc(struct pc_conn *conn);
 
 /**
+ * pc_msg_alloc_size - a send buffer of @len bytes for @conn.
+ * @conn: a handle the caller may use (see "Lifetime" above).
+ * @len: the payload it must hold.
+ *
+ * Up to msg_size: pc_msg_alloc() (cap msg_size). Above: a buffer of the
+ * worker's large-message pool, whose cap is at least @len; sent with
+ * pc_send(), pc_call() or pc_reply() like any other, by rendezvous (the
+ * peer RDMA-READs it). It is back in the pool once the peer has read it
+ * and it was given back (sent or released). A received message above
+ * msg_size arrives the same way, its data in the large pool, and goes
+ * back with pc_msg_release() (or travels on with pc_send()/pc_reply()).
+ *
+ * Order: per connection, messages of every size arrive in the order they
+ * were sent. So a large message holds back what follows it on its
+ * connection: the sender keeps later messages behind one that waits to
+ * go (at most 32 large messages per connection may wait for the peer's
+ * DONE), and the receiver delivers what arrived after a descriptor only
+ * once that message was read. Send latency-sensitive small messages on a
+ * connection of their own if large ones may wait.
+ *
+ * Backpressure stays per connection: the blocks that one connection's
+ * sends hold (allocated, not yet back) are capped at its fair share of
+ * the pool (large_pool_size / the worker's connections, and always one
+ * message), so a peer that never answers holds no more than that, until
+ * the DONE deadline closes its connection (pc_engine_params.keepalive_ms).
+ *
+ * The same threads as pc_msg_alloc() for @len up to msg_size; any thread
+ * above it (the large pool is shared under a spinlock, for a few
+ * instructions).
+ *
+ * Return: the message (len 0), or NULL with errno ENOBUFS (the large pool
+ * has no block of that size free now, or @conn's sends hold their share:
+ * backpressure, retry once messages were read or released; pc_last_error()
+ * says which for the share), EMSGSIZE (@len is above the engine's
+ * max_msg_size or above the peer's, pc_conn_info()'s peer_max_large),
+ * or as pc_msg_alloc().
+ */
+PC_API struct pc_msg *pc_msg_alloc_size(struct pc_conn *conn, size_t len);
+
+/**
  * pc_send - send @msg (one-way); ownership passes to pollcore.
  * @msg: from pc_msg_alloc(), or a received message to send back.
  *
@@ -614,9 +706,15 @@ PC_API int pc_call_cancel(struct pc_conn *conn, uint64_t req_id);
  * pc_reply - answer a request in place: @req's buffer carries the response.
  * @req: a received PC_MSG_REQUEST; write the response into its data (up to
  *       cap bytes) and set len first. The data pointer must not move.
+ *       Or a response built in a buffer of its own (a response larger
+ *       than the request's cap: pc_msg_alloc_size() on the request's
+ *       connection): type PC_MSG_RESPONSE and req_id the request's; the
+ *       request is then the caller's to release.
  *
- * Return: as pc_send(); -EINVAL when @req is not a request or its data
- * pointer was moved.
+ * The same threads as pc_send().
+ *
+ * Return: as pc_send(); -EINVAL when @req is neither a request nor a
+ * response, or its data pointer was moved.
  */
 PC_API int pc_reply(struct pc_msg *req);
 
@@ -778,8 +876,9 @@ struct pc_conn_info {
 	uint32_t backlog;	/* messages waiting now */
 	uint32_t inflight_req;	/* requests awaiting a response */
 	uint32_t held;		/* buffers of this connection held by the app */
-	uint32_t peer_max_msg;	/* largest payload the peer accepts; 0: raw peer, not known */
+	uint32_t peer_max_msg;	/* largest payload the peer takes in one buffer; 0: raw peer */
 	uint32_t peer_window;	/* most credits the peer grants at once; 0: raw peer */
+	uint32_t peer_max_large;	/* largest message the peer takes by rendezvous; 0: raw peer */
 	uint32_t recv_depth;	/* raw: its receive queue's depth; 0: pollcore peer (SRQ) */
 	uint32_t recv_size;	/* raw: bytes one receive holds */
 	/* raw: the private data of its connect request, as on_request saw it (first bytes) */
@@ -794,8 +893,10 @@ struct pc_conn_info {
  *
  * Any thread. From DOWN on, the final counts, msgs_dropped included.
  * The peer's limits are known from UP on (pc_connect() has returned, or
- * on_conn(UP) runs): a pc_send() longer than @peer_max_msg fails with
- * -EMSGSIZE.
+ * on_conn(UP) runs): a message from pc_msg_alloc() longer than
+ * @peer_max_msg fails with -EMSGSIZE; one from pc_msg_alloc_size() above
+ * the engine's msg_size goes by rendezvous, up to @peer_max_large (the
+ * peer's max_msg_size; equal to @peer_max_msg when it has no rendezvous).
  */
 PC_API void pc_conn_info(const struct pc_conn *conn, struct pc_conn_info *info);
 
@@ -835,12 +936,16 @@ struct pc_worker_stats {
 	uint64_t stray_completions;	/* completions for a QP no longer known, or for WRs already retired */
 	uint64_t poll_errors;	/* ibv_poll_cq failures (logged once) */
 	uint64_t msgs_dropped;	/* accepted sends not delivered: their conn closed first */
+	uint64_t rndv_sent;	/* messages sent by rendezvous (their descriptors) */
+	uint64_t rndv_recv;	/* messages received by rendezvous (read and delivered) */
 	uint32_t conns;
 	uint32_t rx_held;	/* receive buffers held by the application */
 	uint32_t tx_held;	/* send buffers allocated and not yet sent */
 	uint32_t srq_outstanding;	/* receive buffers posted on the SRQ now */
 	uint32_t credits_out;	/* credits granted to peers, not yet used (<= srq_outstanding) */
 	uint32_t window;	/* what each credited connection may hold now: its share of the SRQ */
+	uint32_t large_used_kib;	/* large-message pool in use, KiB: sent, read or held */
+	uint32_t large_waiting;	/* descriptors received, waiting for room in the pool */
 };
 
 /*
@@ -856,8 +961,9 @@ struct pc_worker_stats {
 	X64(credit_piggybacks) X64(sleeps) X64(sleep_ns) \
 	X64(wakeups_cq) X64(wakeups_submit) X64(wakeups_poller) X64(poller_work) \
 	X64(poller_errors) X64(wc_errors) X64(stray_completions) \
-	X64(poll_errors) X64(msgs_dropped) \
-	X32(conns) X32(rx_held) X32(tx_held) X32(srq_outstanding) X32(credits_out) X32(window)
+	X64(poll_errors) X64(msgs_dropped) X64(rndv_sent) X64(rndv_recv) \
+	X32(conns) X32(rx_held) X32(tx_held) X32(srq_outstanding) X32(credits_out) X32(window) \
+	X32(large_used_kib) X32(large_waiting)
 
 /**
  * pc_engine_for_each_conn - visit every live connection.

@@ -68,7 +68,7 @@ extern "C" {
 #endif
 
 #define PC_STATS_MAGIC	 0x706f6c6c636f7265ULL	/* "pollcore" */
-#define PC_STATS_VERSION 4		/* 4: pc_worker_stats.busy_poll; 3: the owner holds flock */
+#define PC_STATS_VERSION 5		/* 5: rendezvous counters, large pool; 4: pc_worker_stats.busy_poll; 3: the owner holds flock */
 #define PC_STATS_PREFIX	 "pollcore."		/* /dev/shm/pollcore.<pid>[.<n>] */
 
 /* Work-completion statuses counted one by one (enum ibv_wc_status; later ones in the last). */

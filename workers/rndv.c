@@ -1,0 +1,860 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Rendezvous: messages above msg_size, up to max_msg_size, read by the
+ * receiver from the sender's large-message pool through a memory window
+ * bound for that one message on the connection's own QP. See rndv_pvt.h
+ * for the exchange and the protection it relies on.
+ *
+ * The pool is set up in rndv_setup.c. Worker thread only, except
+ * pc_msg_alloc_size() and rndv_submit_check() (any thread), which touch
+ * only the pool's allocator and the connections' tx_bytes, under its
+ * spinlock, and a block no other thread sees yet.
+ */
+#include "rndv_pvt.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "dp_credit.h"
+#include "log_pvt.h"
+
+#define HDR WIRE_HDR_LEN
+#define DONE_OFF 64u
+static_assert(HDR + sizeof(struct wire_rndv) <= DONE_OFF, "descriptor fits its half of the slot");
+static_assert(DONE_OFF + HDR + sizeof(struct wire_done) <= RNDV_SLOT, "DONE fits the other half");
+
+static inline uint32_t lm_index(const struct rndv_pool *rv, const struct lmsg *lm)
+{
+	return (uint32_t)(lm - rv->lm);
+}
+
+static inline char *lm_data(const struct rndv_pool *rv, const struct lmsg *lm)
+{
+	return rv->base + ((uint64_t)lm_index(rv, lm) << RNDV_MIN_SHIFT);
+}
+
+/* The pool's gauge; the caller holds the lock. */
+static inline void used_gauge(struct pc_worker *w)
+{
+	__atomic_store_n(&w->st.large_used_kib, (uint32_t)(buddy_used_bytes(&w->rv->bd) >> 10),
+			 __ATOMIC_RELAXED);
+}
+
+/* --- blocks -------------------------------------------------------------------------------- */
+
+/*
+ * What a connection's sends may hold in the pool: its fair share among the
+ * worker's credited connections, and one message whatever its size (a
+ * share below max_msg_size must not forbid the large messages it allows).
+ * Any thread (ncredited is stored relaxed for this).
+ */
+static inline uint64_t tx_share(const struct pc_worker *w)
+{
+	return w->rv->size / PC_MAX(__atomic_load_n(&w->ncredited, __ATOMIC_RELAXED), 1u);
+}
+
+/*
+ * A block of at least @len bytes, or NULL (-ENOBUFS); with @tx, charged to
+ * that conn's sends, and NULL too when they hold their share already
+ * (*@over set). Any thread.
+ */
+static struct lmsg *block_get(struct pc_worker *w, struct conn *tx, uint64_t len, bool *over)
+{
+	struct rndv_pool *rv = w->rv;
+	struct lmsg *lm;
+	uint64_t off;
+	int64_t r;
+	int o;
+
+	pthread_spin_lock(&rv->lock);
+	if (tx && tx->rv.tx_bytes) {
+		o = buddy_order(&rv->bd, len);
+		if (o >= 0 && tx->rv.tx_bytes + (1ull << (o + RNDV_MIN_SHIFT)) > tx_share(w)) {
+			pthread_spin_unlock(&rv->lock);
+			*over = true;
+			return NULL;
+		}
+	}
+	r = buddy_alloc(&rv->bd, len, &off);
+	if (r > 0) {
+		used_gauge(w);
+		if (tx)
+			tx->rv.tx_bytes += (uint64_t)r;
+	}
+	pthread_spin_unlock(&rv->lock);
+	if (r <= 0)
+		return NULL;
+	lm = &rv->lm[off >> RNDV_MIN_SHIFT];
+	/*
+	 * A free block's state is LM_IDLE, free_pending, done_busy and
+	 * rx_counted false and rv_conn NULL (lm_free()): not written here, so
+	 * the worker may read them of any block (rndv_conn_close()).
+	 */
+	lm->size = (uint64_t)r;
+	lm->tx_counted = tx != NULL;
+	lm->m.call_done = NULL;
+	lm->m.origin = NULL;
+	return lm;
+}
+
+/*
+ * Gives @lm's block back (NULL: keeps it out of the pool for good) and
+ * @bytes of @tx's charge; the caller no longer touches @lm. Any thread.
+ */
+static void block_put(struct pc_worker *w, struct lmsg *lm, struct conn *tx, uint64_t bytes)
+{
+	struct rndv_pool *rv = w->rv;
+
+	/* the lock orders our writes to @lm before the next owner's (acquire/release) */
+	pthread_spin_lock(&rv->lock);
+	if (lm) {
+		buddy_free(&rv->bd, (uint64_t)lm_index(rv, lm) << RNDV_MIN_SHIFT);
+		used_gauge(w);
+	}
+	if (tx)
+		tx->rv.tx_bytes -= bytes;
+	pthread_spin_unlock(&rv->lock);
+}
+
+/*
+ * Its window may still be valid (its QP went to ERR before the invalidate
+ * completed): a new one, so that no rkey given out before works on this
+ * block again. Closing connections only.
+ */
+static bool mw_renew(struct pc_worker *w, struct lmsg *lm)
+{
+	/* a window that may still be valid keeps its block out of the pool */
+	if (lm->mw && ibv_dealloc_mw(lm->mw)) {
+		pc_warn("%s: ibv_dealloc_mw of a rendezvous window: %s; a %llu KiB block of the "
+			"large pool is retired", w->name, strerror(errno),
+			(unsigned long long)(lm->size >> 10));
+		return false;
+	}
+	lm->mw = ibv_alloc_mw(w->dev->pd, IBV_MW_TYPE_2);
+	if (!lm->mw) {
+		pc_warn("%s: ibv_alloc_mw(type 2): %s; a %llu KiB block of the large pool is "
+			"retired", w->name, strerror(errno), (unsigned long long)(lm->size >> 10));
+		return false;
+	}
+	lm->rkey = lm->mw->rkey;
+	lm->mw_dirty = false;
+	return true;
+}
+
+static void rndv_kick(struct pc_worker *w);
+
+static void lm_free(struct pc_worker *w, struct lmsg *lm)
+{
+	struct rndv_pool *rv = w->rv;
+	struct conn *c = lm->ref_conn;
+	struct conn *tx = lm->tx_counted ? c : NULL;
+	uint64_t size = lm->size;
+
+	if (lm->rx_counted && c)
+		c->rv.rx_bytes -= lm->size;
+	lm->rx_counted = false;
+	lm->tx_counted = false;
+	lm->ref_conn = NULL;
+	lm->free_pending = false;
+	/* its device gone (devloss.c), the windows went with it: nothing to renew */
+	if (w->released)
+		lm->mw_dirty = false;
+	if (pc_unlikely(lm->mw_dirty) && !mw_renew(w, lm)) {
+		lm->size = 0;
+		block_put(w, NULL, tx, size);	/* never given back: its window may live */
+	} else {
+		/* untouched from here: another thread may allocate it as soon as it is free */
+		lm->size = 0;
+		block_put(w, lm, tx, size);
+	}
+	if (c)
+		conn_put(w, c);
+	if (rv->wait)
+		rndv_kick(w);
+}
+
+/* Back to the pool once given back and no WR uses it any more. */
+static void lm_maybe_free(struct pc_worker *w, struct lmsg *lm)
+{
+	if (lm->free_pending && lm->state == LM_IDLE && !lm->done_busy)
+		lm_free(w, lm);
+}
+
+/* --- the application's side ---------------------------------------------------------------- */
+
+struct pc_msg *pc_msg_alloc_size(struct pc_conn *pconn, size_t len)
+{
+	struct conn *c = (struct conn *)pconn;
+	struct pc_worker *w = c->w;
+	struct rndv_pool *rv = w->rv;
+	struct lmsg *lm;
+	bool over = false;
+	uint32_t peer;
+
+	if (pc_likely(len <= w->p->msg_size))
+		return pc_msg_alloc(pconn);
+	if (pc_unlikely(__atomic_load_n(&c->state, __ATOMIC_RELAXED) >= CONN_DRAINING)) {
+		errno = ENOTCONN;
+		return NULL;
+	}
+	peer = c->raw ? 0 : c->rv.peer_max_large;
+	if (!rv || len > rv->max_large || len > peer) {
+		set_error(-EMSGSIZE, "%s qp 0x%x: a message of %zu bytes exceeds %s maximum %u",
+			  c->devname, c->qpn, len, !rv || len > rv->max_large ? "the engine's" :
+			  "the peer's", !rv ? w->p->msg_size : len > rv->max_large ? rv->max_large
+									   : peer);
+		errno = EMSGSIZE;
+		return NULL;
+	}
+	lm = block_get(w, c, len, &over);
+	if (!lm) {
+		if (over)
+			set_error(-ENOBUFS, "%s qp 0x%x: its sends hold their share of the large pool "
+				  "(%llu KiB); more once the peer answered them", c->devname, c->qpn,
+				  (unsigned long long)(tx_share(w) >> 10));
+		errno = ENOBUFS;
+		return NULL;
+	}
+	/* the buffer keeps @c alive until it is back in the pool (engine.h) */
+	if (self_worker == w) {
+		c->refs_w++;
+	} else if (!conn_ref_app(c)) {
+		uint64_t size = lm->size;
+
+		lm->size = 0;
+		lm->tx_counted = false;
+		block_put(w, lm, c, size);
+		errno = ENOTCONN;
+		return NULL;
+	}
+	lm->ref_conn = c;
+	lm->m.pub.data = lm_data(rv, lm);
+	lm->m.pub.len = 0;
+	lm->m.pub.cap = (uint32_t)PC_MIN(lm->size, (uint64_t)PC_MIN(rv->max_large, peer));
+	lm->m.pub.type = PC_MSG_ONEWAY;
+	lm->m.pub.req_id = 0;
+	lm->m.pub.user = NULL;
+	lm->m.pub.conn = pconn;
+	lm->m.ctx.conn = c;
+	lm->m.origin = c;
+	return &lm->m.pub;
+}
+
+int rndv_submit_check(const struct conn *c, struct msg *m)
+{
+	struct rndv_pool *rv = m->w->rv;
+	struct lmsg *lm = lm_of(m);
+
+	if (pc_unlikely(m->pub.data != lm_data(rv, lm)))
+		return set_error(-EINVAL, "message data pointer was moved");
+	if (pc_unlikely(c->raw))
+		return set_error(-EMSGSIZE, "%s qp 0x%x: a large-pool message to a raw peer, "
+				 "which has no rendezvous", c->devname, c->qpn);
+	if (pc_unlikely(m->pub.len > c->rv.peer_max_large))
+		return set_error(-EMSGSIZE, "%s qp 0x%x: message of %u bytes exceeds the peer's "
+				 "maximum %u", c->devname, c->qpn, m->pub.len, c->rv.peer_max_large);
+	return 0;
+}
+
+/* --- descriptors awaiting DONE, oldest first (struct rndv_conn's tx list) ------------------ */
+
+static void tx_link(struct pc_worker *w, struct conn *c, struct lmsg *lm)
+{
+	lm->tx_next = NULL;
+	lm->tx_prev = c->rv.tx_tail;
+	if (c->rv.tx_tail)
+		c->rv.tx_tail->tx_next = lm;
+	else
+		c->rv.tx_head = lm;
+	c->rv.tx_tail = lm;
+	lm->tx_linked = true;
+	c->rv.tx_wait++;
+	w->rv->unanswered++;
+}
+
+static void tx_unlink(struct pc_worker *w, struct conn *c, struct lmsg *lm)
+{
+	if (lm->tx_prev)
+		lm->tx_prev->tx_next = lm->tx_next;
+	else
+		c->rv.tx_head = lm->tx_next;
+	if (lm->tx_next)
+		lm->tx_next->tx_prev = lm->tx_prev;
+	else
+		c->rv.tx_tail = lm->tx_prev;
+	lm->tx_prev = lm->tx_next = NULL;
+	lm->tx_linked = false;
+	c->rv.tx_wait--;
+	w->rv->unanswered--;
+}
+
+/* --- posting ----------------------------------------------------------------------------- */
+
+/* Queues a READ, DONE or LOCAL_INV for @c's next flush (struct rndv_conn's q). */
+static void q_add(struct conn *c, struct wr_ctx *ctx)
+{
+	ctx->next = NULL;
+	if (!c->rv.q_tail)
+		c->rv.q_tail = &c->rv.q_head;
+	*c->rv.q_tail = ctx;
+	c->rv.q_tail = &ctx->next;
+}
+
+bool rndv_send_ready(struct pc_worker *w, struct conn *c, struct msg *m, uint32_t room)
+{
+	struct lmsg *lm = lm_of(m);
+
+	/* given back by a call that ended before its DONE: sent again once that came */
+	if (lm->state != LM_IDLE)
+		return false;
+	if (m->pub.len <= w->p->msg_size)
+		return room >= 1;
+	return room >= 2 && c->rv.tx_open < WIRE_RNDV_MAX && lm->mw;
+}
+
+void rndv_add_send(struct pc_worker *w, struct conn *c, struct msg *m)
+{
+	struct rndv_pool *rv = w->rv;
+	struct lmsg *lm = lm_of(m);
+	uint32_t len = m->pub.len;
+	struct ibv_send_wr *wr;
+
+	if (len <= w->p->msg_size) {
+		/* an ordinary message from a large buffer (a small reply in place): header, payload */
+		wire_hdr_fill((struct wire_hdr *)(void *)lm->slot, m->pub.type, len, m->pub.req_id,
+			      c->granted);
+		lm->sge[0] = (struct ibv_sge){ (uintptr_t)lm->slot, HDR, rv->slots_mr->lkey };
+		lm->sge[1] = (struct ibv_sge){ (uintptr_t)m->pub.data, len, rv->mr->lkey };
+		wr = chain_add(&w->chain);
+		wr->sg_list = lm->sge;
+		wr->num_sge = len ? 2 : 1;
+		wr->opcode = IBV_WR_SEND;
+		wr->send_flags = 0;
+		wr->wr_id = (uintptr_t)&m->ctx;
+	} else {
+		struct wire_rndv d = {
+			.inner = m->pub.type,
+			.addr = (uintptr_t)m->pub.data,
+			.len = len,
+		};
+
+		/* a new rkey per bind: one given out before never names these bytes again */
+		lm->gen++;
+		lm->rkey = ibv_inc_rkey(lm->rkey);
+		d.rkey = lm->rkey;
+		d.token = (uint64_t)lm->gen << 32 | lm_index(rv, lm);
+		wr = chain_add(&w->chain);
+		wr->opcode = IBV_WR_BIND_MW;
+		wr->num_sge = 0;
+		wr->send_flags = 0;
+		/*
+		 * Observed on rxe (rdma-core 44): a BIND_MW whose imm_data is not 0
+		 * fails ibv_post_send with EINVAL; the chain's WRs are reused, and
+		 * a LOCAL_INV leaves its rkey in that union.
+		 */
+		wr->imm_data = 0;
+		wr->wr_id = (uintptr_t)&lm->bind_ctx;
+		wr->bind_mw.mw = lm->mw;
+		wr->bind_mw.rkey = lm->rkey;
+		wr->bind_mw.bind_info = (struct ibv_mw_bind_info){
+			.mr = rv->mr,
+			.addr = (uintptr_t)m->pub.data,
+			.length = len,
+			.mw_access_flags = IBV_ACCESS_REMOTE_READ,
+		};
+		lm->bind_ctx.conn = c;
+		wire_hdr_fill((struct wire_hdr *)(void *)lm->slot, WIRE_RNDV, sizeof(d),
+			      m->pub.req_id, c->granted);
+		memcpy(lm->slot + HDR, &d, sizeof(d));
+		wr = chain_add(&w->chain);
+		wr->sg_list->addr = (uintptr_t)lm->slot;
+		wr->sg_list->length = HDR + sizeof(d);
+		wr->sg_list->lkey = rv->slots_mr->lkey;
+		wr->num_sge = 1;
+		wr->opcode = IBV_WR_SEND;
+		wr->send_flags = HDR + sizeof(d) <= c->max_inline ? IBV_SEND_INLINE : 0;
+		wr->wr_id = (uintptr_t)&m->ctx;
+		lm->state = LM_BOUND;
+		lm->rv_conn = c;
+		c->rv.tx_open++;
+		/* the DONE deadline's clock (rndv_overdue()): no system call */
+		lm->sent_ns = coarse_ns();
+		tx_link(w, c, lm);
+		STAT_ADD(w->st.rndv_sent, 1);
+	}
+	m->ctx.conn = c;
+	STAT_ADD(c->st->msgs_sent, 1);
+	STAT_ADD(c->st->bytes_sent, len);
+}
+
+bool rndv_ready(struct pc_worker *w, struct conn *c, struct wr_ctx *ctx, uint32_t room)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+
+	(void)w;
+	if (!room)
+		return false;
+	if (ctx->kind != WR_RNDV_READ)
+		return true;
+	/* READs in flight stay within the QP's initiator depth, asked once */
+	if (pc_unlikely(!c->rv.rd_depth)) {
+		memset(&a, 0, sizeof(a));
+		c->rv.rd_depth = ibv_query_qp(c->qp, &a, IBV_QP_MAX_QP_RD_ATOMIC, &ia) ||
+				 !a.max_rd_atomic ? 1 : a.max_rd_atomic;
+	}
+	return c->rv.reads < c->rv.rd_depth;
+}
+
+void rndv_add(struct pc_worker *w, struct conn *c, struct wr_ctx *ctx)
+{
+	struct rndv_pool *rv = w->rv;
+	struct ibv_send_wr *wr = chain_add(&w->chain);
+	struct lmsg *lm;
+
+	wr->send_flags = 0;
+	wr->wr_id = (uintptr_t)ctx;
+	switch (ctx->kind) {
+	case WR_RNDV_READ:
+		lm = pc_container_of(ctx, struct lmsg, rd_ctx);
+		wr->sg_list->addr = (uintptr_t)lm_data(rv, lm);
+		wr->sg_list->length = lm->rd.len;
+		wr->sg_list->lkey = rv->mr->lkey;
+		wr->num_sge = 1;
+		wr->opcode = IBV_WR_RDMA_READ;
+		wr->wr.rdma.remote_addr = lm->rd.addr;
+		wr->wr.rdma.rkey = lm->rd.rkey;
+		c->rv.reads++;
+		break;
+	case WR_RNDV_INV:
+		lm = pc_container_of(ctx, struct lmsg, inv_ctx);
+		wr->num_sge = 0;
+		wr->opcode = IBV_WR_LOCAL_INV;
+		wr->invalidate_rkey = lm->rkey;
+		break;
+	default: { /* WR_RNDV_DONE; its credit is taken (flush_conn()) */
+		struct wire_done dn;
+
+		lm = pc_container_of(ctx, struct lmsg, done_ctx);
+		dn = (struct wire_done){ .token = lm->done_token };
+		wire_hdr_fill((struct wire_hdr *)(void *)(lm->slot + DONE_OFF), WIRE_DONE,
+			      sizeof(dn), 0, c->granted);
+		memcpy(lm->slot + DONE_OFF + HDR, &dn, sizeof(dn));
+		wr->sg_list->addr = (uintptr_t)(lm->slot + DONE_OFF);
+		wr->sg_list->length = HDR + sizeof(dn);
+		wr->sg_list->lkey = rv->slots_mr->lkey;
+		wr->num_sge = 1;
+		wr->opcode = IBV_WR_SEND;
+		wr->send_flags = HDR + sizeof(dn) <= c->max_inline ? IBV_SEND_INLINE : 0;
+		break;
+	}
+	}
+}
+
+/* --- completions --------------------------------------------------------------------------- */
+
+/*
+ * The sender's window is done with: invalidated, or its state unknown
+ * (@dirty: the invalidate failed or never ran, the descriptor's SEND
+ * failed, or the conn closed). A dirty one may still let the peer READ
+ * until its QP is flushed: its block waits, LM_CLOSED on the conn's tx
+ * list, for the end of the drain (rndv_conn_drained()). A failed WR always
+ * closes its conn (dp_handle_wc()), so that end comes.
+ */
+static void tx_end(struct pc_worker *w, struct lmsg *lm, bool dirty)
+{
+	struct conn *c = lm->rv_conn;
+
+	if (dirty) {
+		lm->mw_dirty = true;
+		if (!c->rv.drained) {
+			lm->state = LM_CLOSED;
+			if (!lm->tx_linked)
+				tx_link(w, c, lm);
+			return;
+		}
+	}
+	if (lm->tx_linked)
+		tx_unlink(w, c, lm);
+	lm->state = LM_IDLE;
+	lm->rv_conn = NULL;
+	c->rv.tx_open--;
+	lm_maybe_free(w, lm);
+}
+
+/* The descriptor's SEND completed (or failed): before the message is released or its call told. */
+void rndv_msg_sent(struct pc_worker *w, struct msg *m, bool failed)
+{
+	struct lmsg *lm = lm_of(m);
+
+	/* no DONE will come for it: its window may have been bound */
+	if (pc_unlikely(failed) && lm->state == LM_BOUND)
+		tx_end(w, lm, true);
+}
+
+static void read_done(struct pc_worker *w, struct lmsg *lm, bool failed, bool posted)
+{
+	struct conn *c = lm->rv_conn;
+	struct msg *m = &lm->m;
+
+	if (posted)
+		c->rv.reads--;
+	c->rv.rx_open--;
+	lm->state = LM_IDLE;
+	lm->rv_conn = NULL;
+	if (failed) {
+		/* the connection closes (dp_handle_wc()): nothing delivered, the block goes back */
+		lm->free_pending = true;
+		lm_maybe_free(w, lm);
+		/* what it held back goes on at the drain's end (rndv_conn_drained()) */
+		return;
+	}
+	if (c->state == CONN_UP) {
+		lm->done_token = lm->rd.token;
+		lm->done_busy = true;
+		lm->done_ctx.conn = c;
+		q_add(c, &lm->done_ctx);
+		/*
+		 * Posted before the message is delivered: a handler that takes
+		 * long on it must not hold the sender's window (and its DONE
+		 * deadline) that long. Queued still if it cannot go now.
+		 */
+		dp_flush_rndv_now(w, c);
+		if (c->rv.q_head)
+			dp_mark_dirty(w, c);
+	}
+	m->pub.data = lm_data(w->rv, lm);
+	m->pub.len = lm->rd.len;
+	m->pub.cap = (uint32_t)PC_MIN(lm->size, (uint64_t)w->rv->max_large);
+	m->pub.type = lm->rd.inner;
+	m->pub.req_id = lm->rd_req_id;
+	m->pub.user = NULL;
+	m->pub.conn = (struct pc_conn *)c;
+	m->ctx.conn = c;
+	m->origin = c;
+	STAT_ADD(w->st.rndv_recv, 1);
+	dp_deliver_read(w, c, m);
+	/* what came after it goes on now, in order */
+	c->rv.rx_dlv++;
+	if (pc_unlikely(c->rv.hold_head != NULL))
+		dp_rx_release(w, c, false);
+}
+
+void rndv_sq_done(struct pc_worker *w, struct wr_ctx *ctx, bool failed)
+{
+	struct lmsg *lm;
+
+	switch (ctx->kind) {
+	case WR_RNDV_INV:
+		tx_end(w, pc_container_of(ctx, struct lmsg, inv_ctx), failed);
+		break;
+	case WR_RNDV_READ:
+		read_done(w, pc_container_of(ctx, struct lmsg, rd_ctx), failed, true);
+		break;
+	case WR_RNDV_DONE:
+		lm = pc_container_of(ctx, struct lmsg, done_ctx);
+		lm->done_busy = false;
+		lm_maybe_free(w, lm);
+		break;
+	default: /* WR_RNDV_BIND */
+		lm = pc_container_of(ctx, struct lmsg, bind_ctx);
+		/*
+		 * Observed on rxe (rdma-core 44, kernel 6.1): a bind names the
+		 * window by mw->rkey, which must be the key the device has now, but
+		 * the provider never updates it after a bind: the window's second
+		 * bind failed (IBV_WC_MW_BIND_ERR). So it is set here, once the bind
+		 * is done; the next bind of this window comes only after its
+		 * invalidate completed, which retires this one first. A failed bind
+		 * fails the descriptor after it too; the window is renewed then.
+		 */
+		if (!failed)
+			lm->mw->rkey = lm->rkey;
+		else
+			lm->mw_dirty = true;
+		break;
+	}
+}
+
+/* A rendezvous WR still in the backlog of a closing connection. */
+void rndv_cancel(struct pc_worker *w, struct wr_ctx *ctx)
+{
+	if (ctx->kind == WR_RNDV_READ)
+		read_done(w, pc_container_of(ctx, struct lmsg, rd_ctx), true, false);
+	else
+		rndv_sq_done(w, ctx, true);
+}
+
+void rndv_release(struct pc_worker *w, struct msg *m, struct conn *origin)
+{
+	struct lmsg *lm = lm_of(m);
+
+	if (pc_unlikely(!lm->size || lm->free_pending)) {
+		pc_err("%s: large buffer %u given back twice (pc_msg_release() or a send of a "
+		       "message no longer yours); ignored", w->name, lm_index(w->rv, lm));
+		return;
+	}
+	/* worker teardown: its connection is gone already */
+	if (!origin)
+		lm->ref_conn = NULL;
+	lm->free_pending = true;
+	lm_maybe_free(w, lm);
+}
+
+/* --- receiving ------------------------------------------------------------------------------ */
+
+static void rndv_fail(struct pc_worker *w, struct conn *c, const char *why)
+{
+	set_error(-EPROTO, "%s port %u qp 0x%x: %s; closing", w->dev->name, w->dev->port, c->qpn,
+		  why);
+	drain_fail(w, c, -EPROTO);
+}
+
+/* Starts reading @d into a block, if there is room and the conn is within its share. */
+static bool start_read(struct pc_worker *w, struct conn *c, const struct wire_rndv *d,
+		       uint64_t req_id)
+{
+	struct rndv_pool *rv = w->rv;
+	uint64_t share = rv->size / PC_MAX(w->ncredited, 1u);
+	struct lmsg *lm;
+
+	/* one message at a time at least; more only within its share of the pool */
+	if (c->rv.rx_bytes && c->rv.rx_bytes + d->len > share)
+		return false;
+	lm = block_get(w, NULL, d->len, NULL);
+	if (!lm)
+		return false;
+	lm->state = LM_READ;
+	lm->rv_conn = c;
+	lm->ref_conn = c;
+	c->refs_w++;
+	lm->rx_counted = true;
+	c->rv.rx_bytes += lm->size;
+	lm->rd = *d;
+	lm->rd_req_id = req_id;
+	lm->rd_ctx.conn = c;
+	q_add(c, &lm->rd_ctx);
+	if (c->state == CONN_UP)
+		dp_mark_dirty(w, c);
+	return true;
+}
+
+static void wait_gauge(struct pc_worker *w)
+{
+	__atomic_store_n(&w->st.large_waiting, w->rv->waiting, __ATOMIC_RELAXED);
+}
+
+/* Room came back: the waiting descriptors, in order per conn, conn after conn. */
+static void rndv_kick(struct pc_worker *w)
+{
+	struct rndv_pool *rv = w->rv;
+	struct conn **pp = &rv->wait, *c;
+
+	while ((c = *pp)) {
+		struct rndv_conn *r = &c->rv;
+
+		while (r->pend_n && start_read(w, c, &r->pend[r->pend_head], r->pend_req[r->pend_head])) {
+			r->pend_head = (r->pend_head + 1) % WIRE_RNDV_MAX;
+			r->pend_n--;
+			rv->waiting--;
+		}
+		if (!r->pend_n) {
+			*pp = r->wait_next;
+			r->waiting = false;
+		} else {
+			pp = &r->wait_next;
+		}
+	}
+	wait_gauge(w);
+}
+
+static void wait_del(struct pc_worker *w, struct conn *c)
+{
+	struct conn **pp;
+
+	for (pp = &w->rv->wait; *pp; pp = &(*pp)->rv.wait_next)
+		if (*pp == c) {
+			*pp = c->rv.wait_next;
+			break;
+		}
+	c->rv.waiting = false;
+}
+
+static void desc_recv(struct pc_worker *w, struct conn *c, const void *payload, uint32_t len,
+		      uint64_t req_id)
+{
+	struct rndv_pool *rv = w->rv;
+	struct rndv_conn *r = &c->rv;
+	struct wire_rndv d;
+	char why[160];
+
+	if (wire_rndv_check(payload, len, w->p->msg_size, rv ? rv->max_large : 0, &d, why,
+			    sizeof(why))) {
+		rndv_fail(w, c, why);
+		return;
+	}
+	if (r->rx_open >= WIRE_RNDV_MAX) {
+		snprintf(why, sizeof(why), "more than %u rendezvous descriptors unanswered",
+			 WIRE_RNDV_MAX);
+		rndv_fail(w, c, why);
+		return;
+	}
+	r->rx_open++;
+	r->rx_seq++;
+	if (!r->pend_n && start_read(w, c, &d, req_id))
+		return;
+	/* no room now: in order, read as room comes back (rndv_kick()) */
+	r->pend[(r->pend_head + r->pend_n) % WIRE_RNDV_MAX] = d;
+	r->pend_req[(r->pend_head + r->pend_n) % WIRE_RNDV_MAX] = req_id;
+	r->pend_n++;
+	rv->waiting++;
+	if (!r->waiting) {
+		r->waiting = true;
+		r->wait_next = rv->wait;
+		rv->wait = c;
+	}
+	wait_gauge(w);
+}
+
+static void done_recv(struct pc_worker *w, struct conn *c, const void *payload, uint32_t len)
+{
+	struct rndv_pool *rv = w->rv;
+	struct wire_done dn;
+	struct lmsg *lm = NULL;
+	uint32_t idx;
+	char why[160];
+
+	if (wire_done_check(payload, len, &dn)) {
+		snprintf(why, sizeof(why), "malformed rendezvous DONE (%u bytes)", len);
+		rndv_fail(w, c, why);
+		return;
+	}
+	idx = (uint32_t)dn.token;
+	if (rv && idx < rv->bd.nblocks)
+		lm = &rv->lm[idx];
+	if (!lm || lm->state != LM_BOUND || lm->rv_conn != c || lm->gen != (uint32_t)(dn.token >> 32)) {
+		snprintf(why, sizeof(why), "rendezvous DONE for token 0x%llx, which this connection "
+			 "has not sent", (unsigned long long)dn.token);
+		rndv_fail(w, c, why);
+		return;
+	}
+	if (dn.status)
+		pc_debug("%s qp 0x%x: the peer could not read rendezvous token 0x%llx: %s",
+			 w->dev->name, c->qpn, (unsigned long long)dn.token, strerror(-dn.status));
+	tx_unlink(w, c, lm);
+	/* the DONE deadline counts from the peer's last answer (rndv_overdue()) */
+	c->rv.done_ns = coarse_ns();
+	lm->state = LM_INV;
+	lm->inv_ctx.conn = c;
+	q_add(c, &lm->inv_ctx);
+	dp_mark_dirty(w, c);
+}
+
+/* A received WIRE_RNDV or WIRE_DONE (credit counted); @m goes back here. */
+void rndv_recv(struct pc_worker *w, struct conn *c, struct msg *m, const struct wire_hdr *h)
+{
+	char buf[sizeof(struct wire_rndv)];
+	uint32_t len = PC_MIN(h->len, (uint32_t)sizeof(buf));
+	uint64_t req_id = h->req_id;
+	uint8_t type = h->type;
+
+	memcpy(buf, (char *)m->buf->addr + HDR, len);
+	len = h->len;
+	dp_msg_release(w, m);
+	/* closing: nothing more is read, no window is invalidated (rndv_conn_close() did) */
+	if (c->state != CONN_UP && c->state != CONN_ATTACHED)
+		return;
+	if (type == WIRE_RNDV)
+		desc_recv(w, c, buf, len, req_id);
+	else
+		done_recv(w, c, buf, len);
+}
+
+/*
+ * @c is closing (its QP in ERR, its backlog given back): descriptors
+ * waiting for room are dropped, and windows still bound for it, whose DONE
+ * will not come, wait for the drain's end (LM_CLOSED), then are renewed
+ * before their blocks are used again.
+ */
+void rndv_conn_close(struct pc_worker *w, struct conn *c)
+{
+	struct rndv_pool *rv = w->rv;
+	struct lmsg *lm;
+
+	if (!rv)
+		return;
+	if (c->rv.waiting)
+		wait_del(w, c);
+	rv->waiting -= c->rv.pend_n;
+	c->rv.rx_open -= c->rv.pend_n;
+	c->rv.pend_n = 0;
+	wait_gauge(w);
+	/* READs, DONEs, invalidates never posted: as if flushed */
+	while (c->rv.q_head) {
+		struct wr_ctx *ctx = c->rv.q_head;
+
+		c->rv.q_head = ctx->next;
+		rndv_cancel(w, ctx);
+	}
+	c->rv.q_tail = NULL;
+	for (lm = c->rv.tx_head; lm; lm = lm->tx_next)
+		if (lm->state == LM_BOUND)
+			tx_end(w, lm, true);
+}
+
+/*
+ * @c's drain ended: its QP is in ERR and flushed past its marker (or was
+ * reset), and its receive side quiet (LAST_WQE_REACHED or the grace
+ * period): no READ of the peer's reaches the pool through it any more.
+ * The windows left bound are renewed and their blocks go back.
+ */
+void rndv_conn_drained(struct pc_worker *w, struct conn *c)
+{
+	struct lmsg *lm;
+
+	if (!w->rv)
+		return;
+	c->rv.drained = true;
+	while ((lm = c->rv.tx_head))
+		tx_end(w, lm, true);
+	/* messages held behind descriptors never read: on before DOWN (given back if never UP) */
+	dp_rx_release(w, c, true);
+}
+
+/*
+ * The DONE deadline (keepalive.c's look, every keepalive period / 2) closes
+ * @c with -ETIMEDOUT when descriptors wait and the peer answered none for
+ * @limit_ns (since the oldest was sent, or since its last DONE if later:
+ * a receiver that is slow, its pool full, still answers now and then),
+ * or when the oldest has waited RNDV_OLDEST_LIMITS x @limit_ns whatever
+ * the peer answered meanwhile. Return: true if it closed @c.
+ */
+bool rndv_overdue(struct pc_worker *w, struct conn *c, uint64_t now, uint64_t limit_ns)
+{
+	struct lmsg *lm = c->rv.tx_head;
+	uint64_t quiet, since;
+
+	if (!lm || lm->state != LM_BOUND)
+		return false;
+	since = PC_MAX(lm->sent_ns, c->rv.done_ns);
+	if (now <= since + limit_ns && now <= lm->sent_ns + RNDV_OLDEST_LIMITS * limit_ns)
+		return false;
+	quiet = now > since ? now - since : 0;
+	set_error(-ETIMEDOUT, "%s port %u qp 0x%x: %u rendezvous descriptors unanswered, the "
+		  "oldest for %llu ms, no DONE for %llu ms (limits: %llu ms without a DONE, "
+		  "%llu ms for one descriptor)", w->dev->name, w->dev->port, c->qpn,
+		  c->rv.tx_wait, (unsigned long long)(now - lm->sent_ns) / 1000000,
+		  (unsigned long long)quiet / 1000000, (unsigned long long)limit_ns / 1000000,
+		  (unsigned long long)(RNDV_OLDEST_LIMITS * limit_ns) / 1000000);
+	drain_fail(w, c, -ETIMEDOUT);
+	return true;
+}
+
+const char *rndv_what(const struct wr_ctx *ctx)
+{
+	switch (ctx->kind) {
+	case WR_RNDV_BIND: return "rendezvous memory-window BIND";
+	case WR_RNDV_INV: return "rendezvous LOCAL_INV";
+	case WR_RNDV_READ: return "rendezvous RDMA_READ of the peer's descriptor";
+	default: return "rendezvous DONE";
+	}
+}

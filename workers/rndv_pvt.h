@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Rendezvous: messages above msg_size (workers/rndv.c).
+ *
+ *   sender                                   receiver
+ *   BIND_MW over exactly the bytes,          descriptor (a credited message):
+ *   on this conn's QP ─┐ one doorbell        validated, its rx buffer given back;
+ *   SEND descriptor ───┘ ──────────────────> a block of the large pool, or wait
+ *                                            for room (in order, a fair share)
+ *                        <═══ RDMA READ ════ READ (<= max_rd_atomic in flight)
+ *                        <────────────────── SEND DONE (credited); deliver
+ *   LOCAL_INV the window; the block goes
+ *   back once also given back by the app
+ *
+ * Protection: the pool is registered LOCAL_WRITE | MW_BIND, never
+ * REMOTE_READ. A type-2 memory window bound on the connection's own QP
+ * lets that peer, and no other, read exactly the bytes of one message
+ * until it is invalidated; a window whose state is unknown (its QP went to
+ * ERR before the invalidate completed) is deallocated and a new one
+ * allocated before its block is used again, and only once the drain of
+ * that connection ended (its QP in ERR and flushed past the marker, the
+ * receive side quiet: no READ of the peer's can reach the block any more).
+ *
+ * A peer harms only its own connection: the bytes a connection's sends may
+ * hold in the pool are capped at its fair share (tx_share()), and a peer
+ * that sends no DONE for 8 keepalive periods while descriptors wait, or
+ * leaves one unanswered 4 times that, is closed (-ETIMEDOUT,
+ * rndv_overdue()).
+ *
+ * Every object here is the worker's, except allocation from the pool
+ * (pc_msg_alloc_size(), any thread), which takes the pool's spinlock.
+ */
+#ifndef PC_RNDV_PVT_H
+#define PC_RNDV_PVT_H
+
+#include <pthread.h>
+
+#include "buddy.h"
+#include "worker_pvt.h"
+
+#define RNDV_MIN_SHIFT 16u	/* 64 KiB blocks */
+#define RNDV_SLOT 128u		/* per block: descriptor send [0, 64), DONE send [64, 128) */
+/* A descriptor unanswered this many DONE deadlines closes its conn, DONEs for others or not. */
+#define RNDV_OLDEST_LIMITS 4u
+
+enum lm_state {
+	LM_IDLE = 0,	/* no rendezvous in progress */
+	LM_BOUND,	/* sender: window bound, descriptor sent or queued; DONE awaited */
+	LM_INV,		/* sender: DONE came; its invalidate is queued or posted */
+	LM_READ,	/* receiver: READ queued or posted */
+	LM_CLOSED,	/* sender: its conn closed with the window maybe valid; back after the drain */
+};
+
+/* A message of the large pool; one per 64 KiB block, used at the head of each allocated block. */
+struct lmsg {
+	struct msg m;		/* m.pool == POOL_LARGE, m.buf NULL */
+	struct wr_ctx bind_ctx, inv_ctx, rd_ctx, done_ctx;
+	struct ibv_mw *mw;	/* NULL: the device refused one; the block is not used to send */
+	uint32_t rkey;		/* what the last bind asked for (the provider does not update mw->rkey) */
+	uint32_t gen;		/* bumped per bind: the token's high half */
+	uint64_t size;		/* block bytes; 0: free */
+	uint8_t state;		/* enum lm_state */
+	bool free_pending;	/* given back while a rendezvous was in progress */
+	bool done_busy;		/* DONE queued or posted from the slot */
+	bool mw_dirty;		/* its window may still be valid: renew before reuse */
+	bool rx_counted;	/* counted in ref_conn->rv.rx_bytes */
+	bool tx_counted;	/* counted in ref_conn->rv.tx_bytes (allocated to send) */
+	bool tx_linked;		/* on rv_conn->rv.tx_head's list */
+	struct conn *ref_conn;	/* the conn this block keeps a reference on (refs_w / refs_app) */
+	struct conn *rv_conn;	/* the rendezvous' conn, while not idle */
+	struct wire_rndv rd;	/* receiver: the descriptor being read */
+	uint64_t rd_req_id;
+	uint64_t done_token;
+	uint64_t sent_ns;	/* sender: coarse_ns() when its descriptor was posted */
+	struct lmsg *tx_prev, *tx_next;	/* rv_conn->rv.tx_head's list */
+	char *slot;		/* RNDV_SLOT bytes of registered memory */
+	struct ibv_sge sge[2];
+};
+
+struct rndv_pool {
+	pthread_spinlock_t lock;	/* bd and the used gauge: any thread allocates */
+	struct buddy bd;
+	char *base;
+	uint64_t size;
+	bool numa;		/* base from pc_numa_alloc() */
+	struct ibv_mr *mr;	/* LOCAL_WRITE | MW_BIND */
+	char *slots;
+	struct ibv_mr *slots_mr;
+	struct lmsg *lm;	/* by block index */
+	uint32_t max_large;	/* the engine's limit on this device */
+	struct conn *wait;	/* conns with descriptors waiting for room */
+	uint32_t waiting;	/* descriptors waiting, all conns */
+	uint32_t unanswered;	/* on the conns' tx lists, all conns (worker) */
+};
+
+static inline struct lmsg *lm_of(struct msg *m)
+{
+	return pc_container_of(m, struct lmsg, m);
+}
+
+/* The largest message @w accepts (and sends): max_msg_size, or msg_size without rendezvous. */
+static inline uint32_t rndv_max_large(const struct pc_worker *w)
+{
+	return w->rv ? w->rv->max_large : w->p->msg_size;
+}
+
+/* Descriptors this worker sent that no DONE answered yet (keepalive.c looks only then). */
+static inline bool rndv_unanswered(const struct pc_worker *w)
+{
+	return w->rv && w->rv->unanswered;
+}
+
+/* rndv.c; worker thread unless said otherwise */
+int rndv_setup(struct pc_worker *w, bool numa);
+void rndv_release_verbs(struct pc_worker *w);
+void rndv_destroy(struct pc_worker *w);
+int rndv_submit_check(const struct conn *c, struct msg *m);	/* any thread */
+bool rndv_send_ready(struct pc_worker *w, struct conn *c, struct msg *m, uint32_t room);
+void rndv_add_send(struct pc_worker *w, struct conn *c, struct msg *m);
+bool rndv_ready(struct pc_worker *w, struct conn *c, struct wr_ctx *ctx, uint32_t room);
+void rndv_add(struct pc_worker *w, struct conn *c, struct wr_ctx *ctx);
+void rndv_msg_sent(struct pc_worker *w, struct msg *m, bool failed);
+void rndv_sq_done(struct pc_worker *w, struct wr_ctx *ctx, bool failed);
+void rndv_cancel(struct pc_worker *w, struct wr_ctx *ctx);
+void rndv_release(struct pc_worker *w, struct msg *m, struct conn *origin);
+void rndv_recv(struct pc_worker *w, struct conn *c, struct msg *m, const struct wire_hdr *h);
+void rndv_conn_close(struct pc_worker *w, struct conn *c);
+void rndv_conn_drained(struct pc_worker *w, struct conn *c);
+bool rndv_overdue(struct pc_worker *w, struct conn *c, uint64_t now, uint64_t limit_ns);
+const char *rndv_what(const struct wr_ctx *ctx);
+
+#endif /* PC_RNDV_PVT_H */
