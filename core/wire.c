@@ -33,9 +33,12 @@ int wire_cm_parse(const char *who, const void *data, size_t len, struct wire_cm_
 		return set_error(-EPROTO, "%s: peer's connection parameters are invalid "
 				    "(%zu bytes, %zu expected)", who, len,
 				    offsetof(struct wire_cm_priv, max_large));
-	/* a peer of the 28-byte layout: no max_large (zeros from the CM's padding, or none) */
+	/*
+	 * A peer of the 28-byte layout: no max_large (zeros from the CM's
+	 * padding, or none). A part of it is none of it.
+	 */
 	memset(&p, 0, sizeof(p));
-	memcpy(&p, data, PC_MIN(len, sizeof(p)));
+	memcpy(&p, data, len >= sizeof(p) ? sizeof(p) : offsetof(struct wire_cm_priv, max_large));
 	if (!p.window || p.window > WIRE_MAX_CREDITS || p.credits > p.window || !p.credit_rkey ||
 	    !p.max_msg)
 		return set_error(-EPROTO, "%s: peer's connection parameters are invalid "

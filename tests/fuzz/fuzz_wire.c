@@ -113,8 +113,9 @@ static void cm_as_received(const uint8_t *data, size_t size)
 	}
 	PROP(ret == want, "%zu bytes: parser says %d, the format says %d", size, ret, want);
 	if (ret == 1) {
-		/* max_large may be missing (the 28-byte layout): read as 0 */
-		PROP(memcmp(&out, data, size < sizeof(out) ? size : sizeof(out)) == 0,
+		/* max_large may be missing (the 28-byte layout) or cut short: read as 0 */
+		PROP(memcmp(&out, data, size < sizeof(out) ? offsetof(struct wire_cm_priv, max_large)
+							   : sizeof(out)) == 0,
 		     "private data not copied verbatim");
 		PROP(size >= sizeof(out) || out.max_large == 0, "missing max_large read as %u",
 		     out.max_large);

@@ -52,6 +52,8 @@ SEEDS = {
     'cm-zero-rkey': cm(0, 0x1000, 0, 4096),
     'cm-zero-max-msg': cm(0, 0x1000, 0x1234, 0),
     'cm-short-27': cm(0, 0x1000, 0x1234, 4096)[:27],
+    # max_large cut short (29 bytes): none of it counts
+    'cm-max-large-cut-29': cm(0, 0x7F0012345000, 0x1234, 4096) + b'\x26',
     'cm-short-24-old-layout': cm(64, 0x1000, 0x1234, 4096)[:24],
     'cm-short-8-padded': cm(64, 0, 0, 0)[:8].ljust(56, b'\0'),
     'cm-other-magic': cm(64, 0x1000, 0x1234, 4096, magic=0x50434D31),
