@@ -198,8 +198,9 @@ static void srv_start(uint32_t raw_bufs, bool hook)
 
 static void srv_stop(void)
 {
-	pc_engine_destroy(srv.e);
+	/* before the engine lets go of the device: its PD cannot go while an MR holds it */
 	pc_mem_dereg(srv.mr);
+	pc_engine_destroy(srv.e);
 	free(srv.src);
 	memset(&srv, 0, sizeof(srv));
 }
