@@ -46,14 +46,17 @@ static struct srv {
 	uint16_t port;
 	enum srv_mode mode;
 	/* on_request's answer, and what it saw */
+	/* set before srv_start(), or (depth, size) atomics changed between connects */
 	int verdict;
-	uint32_t depth, size;
+	atomic_uint depth, size;
 	uint8_t reply[PC_ACCEPT_DATA_MAX];
 	uint8_t reply_len;
+	/* written by on_request before it counts the request (requests, release) */
 	atomic_uint requests;
 	uint8_t seen[64];
 	uint8_t seen_len;
-	uint32_t seen_max_depth, seen_msg_size;
+	uint32_t seen_msg_size;
+	atomic_uint seen_max_depth;
 	/* worker-only */
 	struct pc_msg *held[DEPTH];
 	unsigned int nheld, hold;
@@ -76,16 +79,16 @@ static uint8_t pat(uint32_t msg, uint32_t i)
 static int on_request(struct pc_conn_request *req, void *arg)
 {
 	(void)arg;
-	atomic_fetch_add(&srv.requests, 1);
 	srv.seen_len = req->private_len < 64 ? req->private_len : 64;
 	memcpy(srv.seen, req->private_data, srv.seen_len);
-	srv.seen_max_depth = req->max_recv_depth;
+	atomic_store(&srv.seen_max_depth, req->max_recv_depth);
 	srv.seen_msg_size = req->msg_size;
-	req->recv_depth = srv.depth ? srv.depth : req->recv_depth;
-	req->recv_size = srv.size ? srv.size : req->recv_size;
+	req->recv_depth = atomic_load(&srv.depth) ? atomic_load(&srv.depth) : req->recv_depth;
+	req->recv_size = atomic_load(&srv.size) ? atomic_load(&srv.size) : req->recv_size;
 	req->reply = srv.reply;
 	req->reply_len = srv.reply_len;
 	req->user = &srv;
+	atomic_fetch_add(&srv.requests, 1);
 	return srv.verdict;
 }
 
@@ -97,7 +100,9 @@ static void on_conn(struct pc_conn *c, enum pc_conn_event ev, void *arg)
 		atomic_fetch_add(&srv.ups, 1);
 		return;
 	}
-	snprintf(srv.down_why, sizeof(srv.down_why), "%s", pc_last_error());
+	/* the first DOWN's reason: read by the test once it sees downs (later ones would race it) */
+	if (atomic_load(&srv.downs) == 0)
+		snprintf(srv.down_why, sizeof(srv.down_why), "%s", pc_last_error());
 	atomic_fetch_add(&srv.downs, 1);
 }
 
@@ -265,15 +270,16 @@ START_TEST(test_answer_seen)
 	struct fpeer_opts o = raw_opts(hello, sizeof(hello));
 	int ret;
 
-	srv_start(256, true);
 	srv.depth = 48;
 	srv.size = 200;
 	srv.reply_len = 24;
 	memset(srv.reply, 0xa5, srv.reply_len);
 	srv.reply[0] = 0x01;
+	srv_start(256, true);
 	ret = fpeer_connect(&p, pc_test_addr(), srv.port, &o);
 	ck_assert_msg(ret == 0, "connect: %s (%d)", p.why, ret);
 	ck_assert(wait_for(&srv.ups, 1, 10000));
+	ck_assert(wait_for(&srv.requests, 1, 10000));
 	/* what the peer sent, as it sent it (rdma_cm pads it to the transport's size) */
 	ck_assert_uint_ge(srv.seen_len, sizeof(hello));
 	ck_assert_mem_eq(srv.seen, hello, sizeof(hello));
@@ -303,9 +309,9 @@ START_TEST(test_depth_no_rnr)
 	int ret;
 
 	ck_assert_int_ge(rnr0, 0);
-	srv_start(256, true);
 	srv.depth = DEPTH;
 	srv.hold = DEPTH;
+	srv_start(256, true);
 	p.on_recv = cli_recv;
 	ret = fpeer_connect(&p, pc_test_addr(), srv.port, &o);
 	ck_assert_msg(ret == 0, "connect: %s (%d)", p.why, ret);
@@ -336,10 +342,10 @@ START_TEST(test_reject_data)
 	struct fpeer_opts o = raw_opts(NULL, 0);
 	int ret;
 
-	srv_start(256, true);
 	srv.verdict = -EPERM;
 	srv.reply_len = 4;
 	memcpy(srv.reply, "\x00\x00\x06\x01", 4);
+	srv_start(256, true);
 	ret = fpeer_connect(&p, pc_test_addr(), srv.port, &o);
 	ck_assert_int_eq(ret, -ECONNREFUSED);
 	ck_assert_uint_ge(p.cm_data_len, 4);
@@ -357,8 +363,8 @@ START_TEST(test_admission)
 	struct fpeer_opts o = raw_opts(NULL, 0);
 	int ret, i;
 
-	srv_start(100, true);
 	srv.depth = 64;
+	srv_start(100, true);
 	ck_assert_int_eq(fpeer_connect(&p[0], pc_test_addr(), srv.port, &o), 0);
 	ck_assert_uint_eq(srv.seen_max_depth, 100);
 	/* 36 left: asking 37 is refused, by the engine, without private data */
@@ -405,10 +411,10 @@ START_TEST(test_too_long)
 	uint8_t buf[RSIZE];
 	uint32_t i;
 
-	srv_start(256, true);
 	srv.depth = 8;
 	srv.size = RSIZE - 1;
 	srv.hold = 1;
+	srv_start(256, true);
 	ck_assert_int_eq(fpeer_connect(&bad, pc_test_addr(), srv.port, &o), 0);
 	srv.size = RSIZE;
 	good.on_recv = cli_recv;
@@ -459,11 +465,11 @@ START_TEST(test_write_then_send)
 	o.slot_size = 4096;
 	o.nrecv = 4;
 	o.remote_write = true;
-	srv_start(256, true);
 	srv.mode = MODE_WRITE;
 	srv.src = aligned_alloc(4096, 4096);
 	for (i = 0; i < 4096; i++)
 		srv.src[i] = pat(99, i);
+	srv_start(256, true);
 	p.on_recv = cli_done;
 	ck_assert_int_eq(fpeer_connect(&p, pc_test_addr(), srv.port, &o), 0);
 	ck_assert(wait_for(&srv.ups, 1, 10000));
