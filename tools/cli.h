@@ -3,6 +3,7 @@
 #ifndef TOOLS_CLI_H
 #define TOOLS_CLI_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 /**
@@ -22,5 +23,21 @@ void cli_json_str(const char *s);
  */
 int cli_bad_usage(const char *prog, void (*usage)(FILE *f), const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/**
+ * cli_parse_size - a size: a number with an optional k, m, g or t suffix
+ * (binary; "Ki", "KiB" and "KB" read alike), from @min to @max bytes.
+ * @prog: the tool's name, for the usage error.
+ * @usage: as for cli_bad_usage().
+ * @opt: the option, named in the error.
+ * @s: the text.
+ * @min: smallest allowed.
+ * @max: largest allowed.
+ * @out: the bytes.
+ *
+ * Return: 0, or -1 after cli_bad_usage() said why.
+ */
+int cli_parse_size(const char *prog, void (*usage)(FILE *f), const char *opt, const char *s,
+		   uint64_t min, uint64_t max, uint64_t *out);
 
 #endif /* TOOLS_CLI_H */

@@ -60,32 +60,7 @@ int blk_parse_u32(const char *opt, const char *s, uint32_t min, uint32_t max, ui
 
 int blk_parse_size(const char *opt, const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
-	unsigned int shift = 0;
-	unsigned long long v;
-	char *end;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (*s != '\0' && *s != '-' && !errno && end != s) {
-		switch (*end) {
-		case 'k': case 'K': shift = 10; end++; break;
-		case 'm': case 'M': shift = 20; end++; break;
-		case 'g': case 'G': shift = 30; end++; break;
-		case 't': case 'T': shift = 40; end++; break;
-		}
-		if ((*end == 'i' || *end == 'I') && shift)
-			end++;
-		if ((*end == 'b' || *end == 'B') && shift)
-			end++;
-		if (*end == '\0' && v <= (UINT64_MAX >> shift) && (v << shift) >= min &&
-		    (v << shift) <= max) {
-			*out = v << shift;
-			return 0;
-		}
-	}
-	blk_bad_usage("%s: '%s' is not a size from %llu to %llu bytes (suffixes k, m, g, t)", opt,
-		      s, (unsigned long long)min, (unsigned long long)max);
-	return -1;
+	return cli_parse_size(PROG, blk_usage, opt, s, min, max, out);
 }
 
 uint64_t blk_now_ns(void)

@@ -89,36 +89,6 @@ static int parse_u32(const char *opt, const char *s, uint32_t min, uint32_t max,
 	return 0;
 }
 
-static int parse_size(const char *opt, const char *s, uint64_t min, uint64_t max, uint64_t *out)
-{
-	unsigned int shift = 0;
-	unsigned long long v;
-	char *end;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (*s != '\0' && *s != '-' && !errno && end != s) {
-		switch (*end) {
-		case 'k': case 'K': shift = 10; end++; break;
-		case 'm': case 'M': shift = 20; end++; break;
-		case 'g': case 'G': shift = 30; end++; break;
-		case 't': case 'T': shift = 40; end++; break;
-		}
-		if ((*end == 'i' || *end == 'I') && shift)
-			end++;
-		if ((*end == 'b' || *end == 'B') && shift)
-			end++;
-		if (*end == '\0' && v <= (UINT64_MAX >> shift) && (v << shift) >= min &&
-		    (v << shift) <= max) {
-			*out = v << shift;
-			return 0;
-		}
-	}
-	bad_usage("%s: '%s' is not a size from %llu to %llu bytes (suffixes k, m, g, t)", opt, s,
-		  (unsigned long long)min, (unsigned long long)max);
-	return -1;
-}
-
 struct opts {
 	const char *addr, *nqn, *serial;
 	uint32_t port, bs, workers, in_capsule, depth, ioq, ctrls, staging;
@@ -164,7 +134,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 				return bad_usage("at most %u namespaces (--ram and --file)", NT_MAX_NS);
 			if (c == 'f') {
 				o->ns[o->nr_ns].file = optarg;
-			} else if (parse_size("--ram", optarg, 1u << 20, 1ull << 40, &v)) {
+			} else if (cli_parse_size(PROG, usage, "--ram", optarg, 1u << 20, 1ull << 40, &v)) {
 				return 2;
 			} else {
 				o->ns[o->nr_ns].ram = v;
