@@ -3,6 +3,8 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -67,4 +69,12 @@ int cli_parse_size(const char *prog, void (*usage)(FILE *f), const char *opt, co
 	cli_bad_usage(prog, usage, "%s: '%s' is not a size from %llu to %llu bytes (suffixes k, m, "
 		      "g, t)", opt, s, (unsigned long long)min, (unsigned long long)max);
 	return -1;
+}
+
+void cli_block_stop_signals(sigset_t *sigs)
+{
+	sigemptyset(sigs);
+	sigaddset(sigs, SIGINT);
+	sigaddset(sigs, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, sigs, NULL);
 }

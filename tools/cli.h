@@ -3,6 +3,7 @@
 #ifndef TOOLS_CLI_H
 #define TOOLS_CLI_H
 
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -39,5 +40,13 @@ int cli_bad_usage(const char *prog, void (*usage)(FILE *f), const char *fmt, ...
  */
 int cli_parse_size(const char *prog, void (*usage)(FILE *f), const char *opt, const char *s,
 		   uint64_t min, uint64_t max, uint64_t *out);
+
+/**
+ * cli_block_stop_signals - block SIGINT and SIGTERM in the calling thread,
+ * before it starts any other, so that every thread inherits the mask and
+ * the signals wait for sigwait(), sigtimedwait() or a signalfd.
+ * @sigs: set to the two signals, for that wait.
+ */
+void cli_block_stop_signals(sigset_t *sigs);
 
 #endif /* TOOLS_CLI_H */

@@ -280,10 +280,7 @@ static int run_server(int argc, char **argv)
 		return bad_usage("server: unexpected argument '%s'", argv[optind]);
 
 	/* the workers and the control thread inherit this: signals come to sigwait() */
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGINT);
-	sigaddset(&sigs, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	cli_block_stop_signals(&sigs);
 
 	p.workers_per_device = workers;
 	p.msg_size = max_size;

@@ -12,6 +12,7 @@
  * the main thread is attached to application slot 0 so that it can
  * pc_reply() there.
  */
+#include "../cli.h"
 #include "bench.h"
 
 #include <errno.h>
@@ -352,10 +353,7 @@ int bench_server(const struct bench_opts *o, const char *bind, uint32_t max_size
 		return -1;
 	}
 	/* the engine's threads inherit this: signals reach the signalfd */
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGINT);
-	sigaddset(&sigs, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	cli_block_stop_signals(&sigs);
 
 	bench_params(o, PC_MAX(max_size, (uint32_t)sizeof(struct bench_ctl)), &p);
 	p.window = o->window;

@@ -20,6 +20,7 @@
  * drop). The io_uring backend's completions come back through a poller on
  * the same worker (backend_uring.c).
  */
+#include "../cli.h"
 #include "blk.h"
 
 #include <pollcore/numa.h>
@@ -422,10 +423,7 @@ int blk_server_main(int argc, char **argv)
 		return rc;
 	rc = 1;
 	/* the workers and the control thread inherit this: signals come to sigwait() */
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGINT);
-	sigaddset(&sigs, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	cli_block_stop_signals(&sigs);
 
 	p.workers_per_device = o.workers;
 	p.msg_size = SRV_MSG_SIZE;

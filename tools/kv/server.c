@@ -24,6 +24,7 @@
  * the shard's retry list, in order, and goes from the shard's poller, which
  * also answers the stalled GETs when their time comes.
  */
+#include "../cli.h"
 #include "kv.h"
 
 #include <errno.h>
@@ -399,10 +400,7 @@ int kv_server(int argc, char **argv)
 		return kv_bad_usage("server: unexpected argument '%s'", argv[optind]);
 
 	/* the workers and the control thread inherit this: signals come to sigwait() */
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGINT);
-	sigaddset(&sigs, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	cli_block_stop_signals(&sigs);
 
 	srv.nshards = workers;
 	srv.shards = calloc(workers, sizeof(*srv.shards));

@@ -254,10 +254,7 @@ int main(int argc, char **argv)
 		return rc;
 	rc = 1;
 	/* the workers and the control thread inherit this: signals come to sigtimedwait() */
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGINT);
-	sigaddset(&sigs, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	cli_block_stop_signals(&sigs);
 
 	t.in_capsule = o.in_capsule;
 	t.mdts = NT_MDTS;
