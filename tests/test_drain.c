@@ -101,10 +101,9 @@ bool conn_request_close(struct conn *c, struct ctl_inbox *control, int err, cons
 	return true;
 }
 
-void call_sent(struct pc_worker *w, struct conn *c, struct msg *m)
+void call_sent(struct pc_worker *w, struct msg *m)
 {
 	(void)w;
-	(void)c;
 	(void)m;
 	ck_abort_msg("no call in these tests");
 }

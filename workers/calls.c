@@ -86,9 +86,8 @@ void call_begin(struct pc_worker *w, struct conn *c, struct msg *m)
 }
 
 /* The send queue (or the backlog, cancelled) gave the request's buffer back. */
-void call_sent(struct pc_worker *w, struct conn *c, struct msg *m)
+void call_sent(struct pc_worker *w, struct msg *m)
 {
-	(void)c;
 	m->call_flags |= CALL_SENT;
 	if (m->call_flags & CALL_ENDED)
 		call_finish(w, m);

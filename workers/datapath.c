@@ -583,7 +583,7 @@ static void sq_done(void *arg, void *vctx, bool failed)
 			rndv_msg_sent(ra->w, m, failed);
 		/* a call's request stays with its call until that ends */
 		if (pc_unlikely(m->call_done != NULL))
-			call_sent(ra->w, ctx->conn, m);
+			call_sent(ra->w, m);
 		else
 			dp_msg_release(ra->w, m);
 		break;

@@ -74,7 +74,7 @@ static void backlog_cancel(struct pc_worker *w, struct conn *c)
 			dp_count_dropped(w, c, 1);
 			/* a call's request: calls_close() ended it, this gives it back */
 			if (m->call_done)
-				call_sent(w, c, m);
+				call_sent(w, m);
 			else
 				dp_msg_release(w, m);
 		} else if (ctx->kind == WR_OP) {

@@ -372,7 +372,7 @@ void dp_deliver_slot(struct pc_worker *w, unsigned int slot, struct msg *m);
 /* calls.c (worker thread): pc_call() with a completion */
 #define CALL_LATE ((void *)1)	/* a reqset pointer: ended; drop the response, count it */
 void call_begin(struct pc_worker *w, struct conn *c, struct msg *m);
-void call_sent(struct pc_worker *w, struct conn *c, struct msg *m);
+void call_sent(struct pc_worker *w, struct msg *m);
 void call_refused(struct pc_worker *w, struct msg *m);
 void call_answer(struct pc_worker *w, struct conn *c, struct msg *resp, void *call);
 void call_cancel(struct pc_worker *w, struct conn *c, uint64_t req_id);
