@@ -23,8 +23,9 @@
 #    new controller (another cntlid) and the data written before;
 #  - SIGTERM stops the target with exit 0, its counters showing the
 #    flushes, zeroes and discards, and no failed transfer, failed backend
-#    operation or lost completion; the file then holds what was written
-#    through the target (synced at exit).
+#    operation or lost completion; every read of the RAM namespace was sent
+#    from the RAM disk in place (none of the file's); the file then holds
+#    what was written through the target (synced at exit).
 # On a host without RDMA: exit 77.
 set -u
 
@@ -58,6 +59,7 @@ usage_error "--block-size: '1024' is neither 512 nor 4096" --addr "$ADDR" --nqn 
 usage_error "--in-capsule: '100' is not a multiple of 16" --addr "$ADDR" --nqn "$NQN" --ram 1m --in-capsule 100
 usage_error "--max-queue-depth: '1' is not a number from 2 to 1024" --addr "$ADDR" --nqn "$NQN" --ram 1m --max-queue-depth 1
 usage_error "--port: '0' is not a number from 1 to 65535" --addr "$ADDR" --nqn "$NQN" --ram 1m --port 0
+usage_error "--idle-spins: '0' is not a number from 1 to 1000000" --addr "$ADDR" --nqn "$NQN" --ram 1m --idle-spins 0
 usage_error "unexpected argument 'extra'" --addr "$ADDR" --nqn "$NQN" --ram 1m extra
 usage_error "unknown option or missing value: '--bogus'" --bogus
 "$NVMF" --help >"$TMP/u.stdout" 2>&1 || fail "pollcore-nvmf --help exited non-zero"
@@ -211,6 +213,13 @@ serve() {
 	grep -q "queue 0 of controller $cntlid1 closed" "$log" ||
 		{ cat "$log"; fail "$what: no line for the admin queue of controller $cntlid1 closing"; }
 	ok "$what: SIGTERM: exit 0; flushes $(counter flushes), zeroes $(counter zeroes), discards $(counter discards), no failed transfer or lost completion"
+	# a RAM namespace's reads leave from the disk itself; a file's through staging buffers
+	in_place=$(sed -E 's/.* ([0-9]+) in place\).*/\1/' "$TMP/counters")
+	want=0
+	[ "$what" = ram ] && want=$(counter reads)
+	[ "$(counter reads)" -ge 100 ] && [ "$in_place" = "$want" ] ||
+		{ cat "$log"; fail "$what: reads $(counter reads), $in_place of them in place (want $want)"; }
+	ok "$what: reads $(counter reads), $in_place of them sent from the RAM disk in place"
 }
 
 serve ram $((64 << 20)) 9 --ram 64m

@@ -89,6 +89,7 @@ int blk_ram_open(struct blk_backend *b, const char *prog, uint64_t size, uint32_
 	b->wq_fini = ram_wq_fini;
 	b->submit = ram_submit;
 	b->close = ram_close;
+	b->mem = r->mem;
 	b->priv = r;
 	return 0;
 }

@@ -402,6 +402,7 @@ int blk_uring_open(struct blk_backend *b, const char *prog, const char *path, ui
 	b->wq_fini = uring_wq_fini;
 	b->submit = uring_submit;
 	b->close = uring_close;
+	b->mem = NULL; /* bytes on a file: a READ brings them */
 	b->priv = f;
 	return 0;
 fail:

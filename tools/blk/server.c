@@ -135,7 +135,7 @@ static void io_rdma(struct blk_io *io, uint8_t code)
 	}
 	io->op = (struct pc_op){.code = code,
 				.local = io->stage,
-				.lkey = io->wq->stage.lkey,
+				.lkey = io->wq->stage.reg.lkey,
 				.len = io->cmd.len,
 				.remote_addr = io->cmd.addr,
 				.rkey = io->cmd.rkey,

@@ -67,6 +67,7 @@ int blk_stage_init(struct blk_stage *s, uint32_t n, uint32_t buf_size, int node)
 	for (k = 0; k < n; k++)
 		s->free[k] = n - 1 - k;
 	s->nfree = n;
+	s->reg = (struct blk_mreg){.mem = s->mem, .len = s->len, .access = IBV_ACCESS_LOCAL_WRITE};
 	return 0;
 }
 
@@ -80,26 +81,38 @@ void blk_stage_fini(struct blk_stage *s)
 }
 
 /* store.h */
-int blk_stage_attach(struct blk_stage *s, struct pc_conn *conn)
+int blk_mreg_attach(struct blk_mreg *r, struct pc_conn *conn)
 {
 	uint32_t rkey;
 
-	if (!s->mr) {
-		s->mr = pc_mem_reg(conn, s->mem, s->len, IBV_ACCESS_LOCAL_WRITE, &s->lkey, &rkey);
-		if (!s->mr)
+	if (!r->mr) {
+		r->mr = pc_mem_reg(conn, r->mem, r->len, r->access, &r->lkey, &rkey);
+		if (!r->mr)
 			return -errno;
 	}
-	s->users++;
+	r->users++;
 	return 0;
+}
+
+/* store.h */
+void blk_mreg_detach(struct blk_mreg *r)
+{
+	if (!--r->users && r->mr) {
+		pc_mem_dereg(r->mr);
+		r->mr = NULL;
+	}
+}
+
+/* store.h */
+int blk_stage_attach(struct blk_stage *s, struct pc_conn *conn)
+{
+	return blk_mreg_attach(&s->reg, conn);
 }
 
 /* store.h */
 void blk_stage_detach(struct blk_stage *s)
 {
-	if (!--s->users && s->mr) {
-		pc_mem_dereg(s->mr);
-		s->mr = NULL;
-	}
+	blk_mreg_detach(&s->reg);
 }
 
 /* store.h */

@@ -67,6 +67,10 @@ struct blk_bio {
  * @wq_fini: undo wq_init (main thread, after pc_engine_destroy()).
  * @submit: start @bio on the worker whose state @wq is.
  * @close: release everything (main thread, last); a file is synced first.
+ * @mem: the RAM disk's bytes (@size of them), NULL for other backends: a
+ *       caller may read them in place, on a worker, instead of a READ (e.g.
+ *       an RDMA WRITE from them once registered, blk_mreg), as the backend
+ *       does nothing else to them than the memcpy of its operations.
  * @priv: the backend's own.
  */
 struct blk_backend {
@@ -79,6 +83,7 @@ struct blk_backend {
 	void (*wq_fini)(struct blk_backend *b, void *wq);
 	void (*submit)(struct blk_backend *b, void *wq, struct blk_bio *bio);
 	void (*close)(struct blk_backend *b);
+	uint8_t *mem;
 	void *priv;
 };
 
@@ -137,6 +142,43 @@ void *blk_mem_alloc(size_t len, int node);
  */
 void blk_mem_free(void *p, size_t len);
 
+/* ---- memory registered while connections use it ------------------------- */
+
+/**
+ * struct blk_mreg - memory registered on a device while it has connections
+ * that use it (one worker's). Set @mem, @len and @access; the rest is
+ * blk_mreg_attach()'s.
+ */
+struct blk_mreg {
+	void *mem;
+	size_t len;
+	int access;		/* IBV_ACCESS_* */
+	void *mr;
+	uint32_t lkey;
+	uint32_t users;		/* connections that may use it */
+};
+
+/**
+ * blk_mreg_attach - a connection that will use @r is UP: register it on the
+ * connection's device if this is the first one.
+ * @r: the registration.
+ * @conn: the connection.
+ *
+ * Its worker, in on_conn(UP). One ibv_reg_mr() per idle-to-busy transition,
+ * never on the I/O path.
+ * Return: 0, or a negative errno (pc_last_error() says why).
+ */
+int blk_mreg_attach(struct blk_mreg *r, struct pc_conn *conn);
+
+/**
+ * blk_mreg_detach - a connection that used @r is DOWN (drained: no transfer
+ * of it is on a QP any more); the last one deregisters.
+ * @r: the registration.
+ *
+ * Its worker, in on_conn(DOWN), only after a successful attach.
+ */
+void blk_mreg_detach(struct blk_mreg *r);
+
 /* ---- staging buffers ----------------------------------------------------- */
 
 /**
@@ -161,9 +203,7 @@ struct blk_stage {
 	uint32_t n;
 	uint32_t *free;		/* stack of free indexes */
 	uint32_t nfree;
-	void *mr;
-	uint32_t lkey;
-	uint32_t users;		/* connections that may use it */
+	struct blk_mreg reg;	/* the buffers, local write: reg.lkey */
 	struct blk_stage_waiter *wait_head, *wait_tail;
 	uint32_t nwaiting;
 	bool running;		/* blk_stage_put() is handing buffers out */

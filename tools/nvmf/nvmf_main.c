@@ -34,6 +34,7 @@ static void usage(FILE *f)
 		"                     [--block-size 512|4096] [--workers N] [--in-capsule BYTES]\n"
 		"                     [--max-queue-depth N] [--max-io-queues N] [--controllers N]\n"
 		"                     [--staging N] [--serial SN] [--no-numa] [--busy|--hybrid]\n"
+		"                     [--idle-spins N]\n"
 		"\n"
 		"An NVMe-oF target over RDMA (rdma_cm): the Linux kernel's nvme-rdma host and\n"
 		"other NVMe-oF initiators discover it, connect and do I/O. Each --ram or --file\n"
@@ -65,6 +66,8 @@ static void usage(FILE *f)
 		"                       busy-poll, unbound ones sleep when idle)\n"
 		"  --hybrid             workers sleep after an idle spell, bound or not, waking\n"
 		"                       on completions and io_uring's eventfd\n"
+		"  --idle-spins N       empty turns of a worker that sleeps when idle before it\n"
+		"                       sleeps, 1 to 1000000, default 1000 (pollcore's)\n"
 		"  --help               this text\n"
 		"\n"
 		"SIGINT or SIGTERM: every connection is closed, files are synced, the counters\n"
@@ -91,7 +94,7 @@ static int parse_u32(const char *opt, const char *s, uint32_t min, uint32_t max,
 
 struct opts {
 	const char *addr, *nqn, *serial;
-	uint32_t port, bs, workers, in_capsule, depth, ioq, ctrls, staging;
+	uint32_t port, bs, workers, in_capsule, depth, ioq, ctrls, staging, idle_spins;
 	bool no_numa;
 	enum pc_idle idle;
 	uint32_t nr_ns;
@@ -115,12 +118,13 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{"staging", required_argument, NULL, 's'}, {"serial", required_argument, NULL, 'S'},
 		{"no-numa", no_argument, NULL, 'N'},	   {"help", no_argument, NULL, 'h'},
 		{"busy", no_argument, NULL, 'B'},	   {"hybrid", no_argument, NULL, 'H'},
+		{"idle-spins", required_argument, NULL, 'I'},
 		{0},
 	};
 	uint64_t v;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "a:p:n:r:f:b:w:i:d:q:c:s:S:NBHh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "a:p:n:r:f:b:w:i:d:q:c:s:S:I:NBHh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'a': o->addr = optarg; break;
 		case 'n': o->nqn = optarg; break;
@@ -128,6 +132,10 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case 'N': o->no_numa = true; break;
 		case 'B': o->idle = PC_IDLE_BUSY; break;
 		case 'H': o->idle = PC_IDLE_HYBRID; break;
+		case 'I':
+			if (parse_u32("--idle-spins", optarg, 1, 1000000, &o->idle_spins))
+				return 2;
+			break;
 		case 'r':
 		case 'f':
 			if (o->nr_ns == NT_MAX_NS)
@@ -266,6 +274,7 @@ int main(int argc, char **argv)
 	p.sq_depth = 2 * o.depth + 16; /* a READ's WRITE and its CQE per command */
 	p.no_numa = o.no_numa;
 	p.idle = o.idle;
+	p.idle_spins = o.idle_spins; /* 0: the engine's default */
 	t.e = pc_engine_create(&p);
 	if (!t.e) {
 		fprintf(stderr, PROG ": cannot start the engine: %s\n", pc_last_error());

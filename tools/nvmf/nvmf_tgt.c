@@ -16,9 +16,13 @@
  * say (nvmf_ctrl.h):
  *   FETCH, WRITE  a staging buffer, then the data: RDMA READ from the host,
  *                 or copied from the capsule (page-aligned for O_DIRECT);
- *                 then nvmf_req_data() or the backend write.
+ *                 then nvmf_req_data() or the backend write. A RAM
+ *                 namespace's in-capsule write is copied to the disk at once.
  *   READ          a staging buffer, the backend read into it, then the RDMA
- *                 WRITE and the CQE send in one chain (one doorbell).
+ *                 WRITE and the CQE send in one chain (one doorbell). A RAM
+ *                 namespace registered on the device (while it has queues,
+ *                 like the staging pool) is sent from in place: no buffer,
+ *                 no copy.
  *   FILL          a staging buffer, nvmf_req_fill(), WRITE + CQE.
  *   FLUSH, ZEROES, DISCARD  the backend (a flush of all namespaces and the
  *                 ranges of a deallocate one after the other).
@@ -56,6 +60,9 @@ enum rq_state { RQ_FREE = 0, RQ_BUSY, RQ_HELD };
  * @capsule: the received capsule, until its bytes are not needed.
  * @stage: staging buffer, NULL while none is held.
  * @stage_idx: its index.
+ * @src: the data to the host: the staging buffer, or a RAM namespace's own
+ *       bytes (a read in place); NULL when there is none.
+ * @src_lkey: its local key.
  * @act: what the staging buffer is for, then which backend operation runs.
  * @state: enum rq_state.
  * @iter: FLUSH of all: the next namespace; DISCARD: the next range.
@@ -70,6 +77,8 @@ struct nt_req {
 	struct pc_msg *capsule;
 	uint8_t *stage;
 	uint32_t stage_idx;
+	const uint8_t *src;
+	uint32_t src_lkey;
 	uint8_t act;
 	uint8_t state;
 	uint32_t iter;
@@ -86,6 +95,7 @@ struct nt_queue {
 	struct nvmf_queue *q;
 	uint16_t qid, hsqsize;
 	uint32_t qp_num;
+	uint32_t ram_att;	/* bit i: attached to the worker's ram[i] */
 	struct nt_req *reqs;
 	uint32_t nreqs;
 	struct nt_req *free;
@@ -186,12 +196,12 @@ static bool try_send_cqe(struct nt_req *rq)
 	m->len = sizeof(rq->r.cqe);
 	if (rq->r.cqe.status >> 1)
 		wq->st.errors++;
-	data = rq->stage && rq->r.xfer.dir == NVMF_XFER_TO_HOST && !(rq->r.cqe.status >> 1) &&
+	data = rq->src && rq->r.xfer.dir == NVMF_XFER_TO_HOST && !(rq->r.cqe.status >> 1) &&
 	       rq->r.xfer.len;
 	if (data) {
 		rq->op = (struct pc_op){.code = PC_OP_WRITE,
-					.local = rq->stage,
-					.lkey = wq->stage.lkey,
+					.local = (void *)rq->src,
+					.lkey = rq->src_lkey,
 					.len = rq->r.xfer.len,
 					.remote_addr = rq->r.xfer.addr,
 					.rkey = rq->r.xfer.key,
@@ -370,7 +380,7 @@ static void staged(struct nt_req *rq, uint8_t *buf, uint32_t idx)
 		capsule_release(rq);
 		rq->op = (struct pc_op){.code = PC_OP_READ,
 					.local = buf,
-					.lkey = tq->wq->stage.lkey,
+					.lkey = tq->wq->stage.reg.lkey,
 					.len = x->len,
 					.remote_addr = x->addr,
 					.rkey = x->key,
@@ -383,13 +393,69 @@ static void staged(struct nt_req *rq, uint8_t *buf, uint32_t idx)
 		return;
 	case NVMF_ACT_FILL:
 		capsule_release(rq);
+		rq->src = buf;
+		rq->src_lkey = tq->wq->stage.reg.lkey;
 		do_act(rq, nvmf_req_fill(tq->q, &rq->r, buf, x->len));
 		return;
 	default: /* READ */
 		capsule_release(rq);
+		rq->src = buf;
+		rq->src_lkey = tq->wq->stage.reg.lkey;
 		bio_start(rq, BLK_BIO_READ, buf, rq->r.io.off, rq->r.io.len);
 		return;
 	}
+}
+
+/*
+ * A write to a RAM namespace whose data came in the capsule: copied from the
+ * receive buffer to the disk at once (the staging buffer is for data that an
+ * RDMA READ brings, which may fail halfway: the disk never sees such data).
+ * False when the command is not such a one.
+ */
+static bool write_in_place(struct nt_req *rq)
+{
+	struct nt_queue *tq = rq->tq;
+	struct nt_wq *wq = tq->wq;
+	const struct blk_backend *b = rq->r.io.backend;
+	const struct nvmf_xfer *x = &rq->r.xfer;
+
+	if (!b->mem || !x->in_capsule || rq->stage)
+		return false;
+	/* the core checked the range against the size, and icd_off + len against the capsule */
+	memcpy(b->mem + rq->r.io.off, (const uint8_t *)rq->capsule->data + x->icd_off, x->len);
+	capsule_release(rq);
+	rq->act = NVMF_ACT_WRITE;
+	wq->st.writes++;
+	wq->st.in_capsule++;
+	wq->st.bytes_written += rq->r.io.len;
+	do_act(rq, nvmf_req_complete(tq->q, &rq->r, 0));
+	return true;
+}
+
+/*
+ * A read of a RAM namespace registered on the device: the RDMA WRITE goes
+ * from the disk's own bytes, with no staging buffer and no copy (the RAM
+ * backend's read is a memcpy and completes at once, so nothing is skipped
+ * but the copy). False when the namespace is not such a one.
+ */
+static bool read_in_place(struct nt_req *rq)
+{
+	struct nt_queue *tq = rq->tq;
+	struct nt_wq *wq = tq->wq;
+	const struct blk_backend *b = rq->r.io.backend;
+	const struct blk_mreg *reg = &wq->ram[rq->r.io.nsid - 1];
+
+	if (!b->mem || !reg->mr || rq->stage)
+		return false;
+	capsule_release(rq);
+	rq->act = NVMF_ACT_READ;
+	rq->src = b->mem + rq->r.io.off; /* the core checked the range against the size */
+	rq->src_lkey = reg->lkey;
+	wq->st.reads++;
+	wq->st.in_place++;
+	wq->st.bytes_read += rq->r.io.len;
+	do_act(rq, nvmf_req_complete(tq->q, &rq->r, 0));
+	return true;
 }
 
 static void stage_ready(struct blk_stage_waiter *w, uint8_t *buf, uint32_t idx)
@@ -424,6 +490,10 @@ static void do_act(struct nt_req *rq, enum nvmf_act act)
 			rq_free(rq);
 			return;
 		}
+		if (act == NVMF_ACT_READ && read_in_place(rq))
+			return;
+		if (act == NVMF_ACT_WRITE && write_in_place(rq))
+			return;
 		rq->act = (uint8_t)act;
 		if (rq->stage) {
 			staged(rq, rq->stage, rq->stage_idx);
@@ -480,6 +550,7 @@ static void start_cmd(struct nt_queue *tq, struct pc_msg *m)
 	rq->state = RQ_BUSY;
 	rq->capsule = m;
 	rq->stage = NULL;
+	rq->src = NULL;
 	tq->busy++;
 	tq->wq->st.cmds++;
 	do_act(rq, nvmf_queue_submit(tq->q, m->data, m->len, &rq->r));
@@ -523,6 +594,40 @@ static void tq_free(struct nt_queue *tq)
 		pc_conn_put(tq->conn);
 	free(tq->reqs);
 	free(tq);
+}
+
+/*
+ * Registers the worker's RAM namespaces on the device with the first queue
+ * that comes up (local access only: the HCA reads them for RDMA WRITEs).
+ * One that cannot be registered (e.g. RLIMIT_MEMLOCK) is said once and its
+ * reads go through staging buffers, as a file's do.
+ */
+static void ram_attach(struct nt_wq *wq, struct nt_queue *tq, struct pc_conn *conn)
+{
+	uint32_t i;
+
+	for (i = 0; i < wq->tgt->nr_ns; i++) {
+		if (!wq->ram[i].mem || wq->ram_failed[i])
+			continue;
+		if (blk_mreg_attach(&wq->ram[i], conn)) {
+			wq->ram_failed[i] = !wq->ram[i].users;
+			fprintf(stderr, PROG ": worker %u: namespace %u: cannot register its %zu "
+					"bytes: %s; its reads are copied through staging buffers\n",
+				wq->idx, i + 1, wq->ram[i].len, pc_last_error());
+			continue;
+		}
+		tq->ram_att |= 1u << i;
+	}
+}
+
+static void ram_detach(struct nt_wq *wq, struct nt_queue *tq)
+{
+	uint32_t i;
+
+	for (i = 0; i < wq->tgt->nr_ns; i++)
+		if (tq->ram_att & (1u << i))
+			blk_mreg_detach(&wq->ram[i]);
+	tq->ram_att = 0;
 }
 
 static void queue_up(struct nt_wq *wq, struct pc_conn *conn)
@@ -571,6 +676,7 @@ static void queue_up(struct nt_wq *wq, struct pc_conn *conn)
 		pc_close(conn);
 		return;
 	}
+	ram_attach(wq, tq, conn);
 	tq->wq = wq;
 	tq->conn = pc_conn_get(conn);
 	tq->qid = p.qid;
@@ -627,6 +733,7 @@ static void queue_down(struct nt_wq *wq, struct pc_conn *conn)
 	}
 	/* drained: no RDMA of it is on the QP any more (engine.h) */
 	blk_stage_detach(&wq->stage);
+	ram_detach(wq, tq);
 	pc_conn_set_user(conn, NULL);
 	if (!tq->busy)
 		tq_free(tq);
@@ -790,6 +897,8 @@ int nt_wq_setup(struct nt_tgt *t, unsigned int idx, uint32_t nstage, int node)
 		ret = t->be[i].wq_init(&t->be[i], wq->pw, idx, &wq->be[i]);
 		if (ret)
 			return ret;
+		if (t->be[i].mem)
+			wq->ram[i] = (struct blk_mreg){.mem = t->be[i].mem, .len = t->be[i].size};
 	}
 	wq->poller = pc_worker_add_poller(wq->pw, wq_poll, wq);
 	if (!wq->poller) {
@@ -825,12 +934,12 @@ void nt_print_stats(const struct nt_tgt *t, FILE *f)
 		const struct nt_stats *s = &t->wqs[i].st;
 
 		fprintf(f, PROG ": worker %u: queues %" PRIu64 " commands %" PRIu64 " reads %" PRIu64
-			   " (%" PRIu64 " bytes) writes %" PRIu64 " (%" PRIu64 " bytes, %" PRIu64
+			   " (%" PRIu64 " bytes, %" PRIu64 " in place) writes %" PRIu64 " (%" PRIu64 " bytes, %" PRIu64
 			   " in-capsule) flushes %" PRIu64 " zeroes %" PRIu64 " discards %" PRIu64
 			   " errors %" PRIu64 " xfer_errors %" PRIu64 " io_errors %" PRIu64
 			   " staging_waits %" PRIu64 " cqe_waits %" PRIu64 " cqe_lost %" PRIu64
 			   " closes %" PRIu64 " aers %" PRIu64 "\n",
-			i, s->queues, s->cmds, s->reads, s->bytes_read, s->writes, s->bytes_written,
+			i, s->queues, s->cmds, s->reads, s->bytes_read, s->in_place, s->writes, s->bytes_written,
 			s->in_capsule, s->flushes, s->zeroes, s->discards, s->errors, s->xfer_errors,
 			s->io_errors, t->wqs[i].stage.waits, s->cqe_waits, s->cqe_lost, s->closes,
 			s->aers);

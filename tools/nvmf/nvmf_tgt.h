@@ -43,6 +43,7 @@ struct nt_stats {
 	uint64_t flushes, zeroes, discards;
 	uint64_t errors;	/* completions with a non-zero status */
 	uint64_t in_capsule;	/* writes whose data came in the capsule */
+	uint64_t in_place;	/* reads sent from a registered RAM namespace itself */
 	uint64_t xfer_errors;	/* RDMA transfers that failed */
 	uint64_t io_errors;	/* backend operations that failed */
 	uint64_t cqe_waits;	/* completions that waited for a send buffer */
@@ -62,6 +63,8 @@ struct nt_wq {
 	unsigned int idx;
 	struct pc_worker *pw;
 	struct blk_stage stage;
+	struct blk_mreg ram[NT_MAX_NS];	/* RAM namespaces, for reads in place (.mem NULL: none) */
+	bool ram_failed[NT_MAX_NS];	/* its registration failed: reads are staged */
 	void *be[NT_MAX_NS];
 	struct nt_queue *queues;	/* every queue of this worker, until destroyed */
 	struct nt_queue *cqe_wait;	/* queues with completions waiting for a send buffer */
