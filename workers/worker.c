@@ -545,9 +545,10 @@ static void worker_sleep(struct pc_worker *w)
 			STAT_ADD(w->st.completions, (uint64_t)n);
 		return;
 	}
-	t0 = now_ns();
 	/* readers see what it did before it went to sleep */
-	worker_publish(w, t0);
+	worker_publish(w, now_ns());
+	/* the sleep is timed in ticks: a clock read is a system call where the clocksource is hpet */
+	t0 = stats_ticks();
 	/* a poller added from now on wakes us through the eventfd */
 	npfd = 2 + worker_poller_fds(w, pfd + 2, PC_WORKER_MAX_POLLERS);
 	qsbr_offline();
@@ -556,12 +557,18 @@ static void worker_sleep(struct pc_worker *w)
 	rcu_thread_online();
 	atomic_store(&w->sleeping, 0);
 	STAT_ADD(w->st.sleeps, 1);
-	STAT_ADD(w->st.sleep_ns, now_ns() - t0);
+	STAT_ADD(w->st.sleep_ns, stats_ticks_ns(stats_ticks() - t0));
 	if (n > 0 && (pfd[0].revents & POLLIN)) {
 		struct ibv_cq *cq;
 		void *ctx;
 
-		while (ibv_get_cq_event(w->ch, &cq, &ctx) == 0)
+		/*
+		 * One read: the CQ was armed once, so it raised at most one event
+		 * since the last sleep (an event left from an arm whose sleep the
+		 * eventfd ended is read at the next wake-up); a second read would
+		 * only find nothing, a system call per wake-up.
+		 */
+		if (ibv_get_cq_event(w->ch, &cq, &ctx) == 0)
 			w->cq_unacked++;
 		/* ack in batches: ibv_ack_cq_events takes a lock */
 		if (w->cq_unacked >= 64) {
