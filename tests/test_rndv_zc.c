@@ -143,8 +143,8 @@ static bool srv_on_large(struct pc_conn *c, uint32_t len, uint8_t type, uint64_t
 		*b = (struct pc_large_buf){ rbuf, rmem, released, &rrel };
 		return true;
 	case SRV_BAD:
-		/* one byte past its registration */
-		*b = (struct pc_large_buf){ rbuf + 1, rmem, released, &rrel };
+		/* ends one byte past its registration */
+		*b = (struct pc_large_buf){ rbuf + BIG - len + 1, rmem, released, &rrel };
 		return true;
 	default:
 		return false;
@@ -419,6 +419,7 @@ static void expect_fail(struct pc_conn *c, void *mem, void *addr, size_t len, in
 START_TEST(test_bad_args)
 {
 	struct pc_msg *w[129];
+	uint64_t end;
 	uint32_t lk, rk;
 	uint8_t *over;
 	void *omem;
@@ -456,6 +457,9 @@ START_TEST(test_bad_args)
 	ck_assert_int_eq(pc_msg_release(w[128]), 0);
 	wait_rel(&srel, 129);
 	ck_assert_int_eq(pc_close(conn), 0);
+	for (end = pc_test_now_ms() + 20000; !atomic_load(&cli_down) && pc_test_now_ms() < end;)
+		usleep(1000);
+	ck_assert_uint_eq(atomic_load(&cli_down), 1);
 	expect_fail(conn, smem, sbuf, 10, ENOTCONN, "closed connection");
 	ck_assert_uint_eq(atomic_load(&srel.runs), 129);
 	pc_mem_dereg(omem);
@@ -528,6 +532,9 @@ START_TEST(test_recv_app)
 	ck_assert_int_eq(atomic_load(&srel.status), 0);
 	wait_rel(&rrel, 1);
 	ck_assert_int_eq(atomic_load(&rrel.status), 0);
+	/* the pool messages' blocks come back once their windows are invalidated */
+	for (end = pc_test_now_ms() + 20000; pool_kib(cli) && pc_test_now_ms() < end;)
+		usleep(1000);
 	ck_assert_uint_eq(pool_kib(cli), 0);
 	stop(false);
 }
