@@ -139,16 +139,20 @@ static void lm_free(struct pc_worker *w, struct lmsg *lm)
 	struct conn *c = lm->ref_conn;
 	struct conn *tx = lm->tx_counted ? c : NULL;
 	uint64_t size = lm->size;
+	pc_release_fn released = NULL;
+	void *arg = NULL;
+	int status = 0;
+	bool keep;
 
-	/* the application's buffer: its released() runs, the entry goes back to the stack */
-	if (pc_unlikely(lm->zc)) {
-		rndv_zc_free(w, lm);
-		if (rv->wait)
-			rndv_kick(w);
-		return;
-	}
 	if (lm->rx_counted && c)
 		c->rv.rx_bytes -= lm->size;
+	/* the application's buffer: its released() runs, the entry goes back to its stack */
+	if (pc_unlikely(lm->zc)) {
+		status = rndv_zc_status(lm);
+		released = lm->zc_released;
+		arg = lm->zc_arg;
+		lm->zc_released = NULL;
+	}
 	lm->rx_counted = false;
 	lm->tx_counted = false;
 	lm->ref_conn = NULL;
@@ -156,16 +160,25 @@ static void lm_free(struct pc_worker *w, struct lmsg *lm)
 	/* its device gone (devloss.c), the windows went with it: nothing to renew */
 	if (w->released)
 		lm->mw_dirty = false;
-	if (pc_unlikely(lm->mw_dirty) && !rndv_mw_renew(w, lm)) {
-		lm->size = 0;
-		block_put(w, NULL, tx, size);	/* never given back: its window may live */
+	/* a window that may still be valid keeps its block (or entry) out of use for good */
+	keep = pc_unlikely(lm->mw_dirty) && !rndv_mw_renew(w, lm);
+	/* untouched from here: another thread may allocate it as soon as it is free */
+	lm->size = 0;
+	if (pc_unlikely(lm->zc)) {
+		if (!keep)
+			rndv_zc_push(rv, lm);
 	} else {
-		/* untouched from here: another thread may allocate it as soon as it is free */
-		lm->size = 0;
-		block_put(w, lm, tx, size);
+		block_put(w, keep ? NULL : lm, tx, size);
 	}
 	if (c)
 		conn_put(w, c);
+	/*
+	 * Its QP is in ERR by now if the window was dirty (the drain ended), so
+	 * the application's buffer is safe to give back even when the entry is
+	 * kept out.
+	 */
+	if (released)
+		released(arg, status);
 	if (rv->wait)
 		rndv_kick(w);
 }

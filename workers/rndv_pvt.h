@@ -171,6 +171,7 @@ bool rndv_mw_renew(struct pc_worker *w, struct lmsg *lm);
 void rndv_zc_init(struct rndv_pool *rv, uint32_t first);
 struct lmsg *rndv_zc_recv(struct pc_worker *w, struct conn *c, const struct wire_rndv *d,
 			  uint64_t req_id);
-void rndv_zc_free(struct pc_worker *w, struct lmsg *lm);
+int rndv_zc_status(const struct lmsg *lm);
+void rndv_zc_push(struct rndv_pool *rv, struct lmsg *lm);	/* any thread */
 
 #endif /* PC_RNDV_PVT_H */

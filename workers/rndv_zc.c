@@ -7,12 +7,14 @@
  * its own, one of RNDV_ZC_SLOTS entries after the pool's blocks, with its
  * window and slot: the rendezvous of rndv.c runs unchanged on it, binding
  * the window on the application's registration (sending) or reading into
- * it (receiving), and nothing is copied. When the entry would go back to
- * the pool, released() runs instead (rndv_zc_free()).
+ * it (receiving), and nothing is copied. Where a block would go back to
+ * the pool, the entry goes back to its stack and released() runs
+ * (lm_free()).
  *
  * The free entries form a stack that any thread pops (pc_msg_wrap()) and
- * only the worker pushes: a compare-and-swap on a word that holds a tag
- * beside the index, so an entry popped and pushed again meanwhile is not
+ * the worker pushes (as does a thread giving back an entry it popped and
+ * could not use): a compare-and-swap on a word that holds a tag beside
+ * the index, so an entry popped and pushed again meanwhile is not
  * mistaken for the one read (ABA). No lock, no system call.
  */
 #include "rndv_pvt.h"
@@ -40,8 +42,8 @@ static struct lmsg *zc_pop(struct rndv_pool *rv)
 	return &rv->lm[top - 1];
 }
 
-/* Worker (or any thread that popped @lm and did not use it). */
-static void zc_push(struct rndv_pool *rv, struct lmsg *lm)
+/* Worker (or any thread that popped @lm and did not use it); @lm is not touched after. */
+void rndv_zc_push(struct rndv_pool *rv, struct lmsg *lm)
 {
 	uint64_t old = __atomic_load_n(&rv->zc_free, __ATOMIC_RELAXED), nw;
 
@@ -130,7 +132,7 @@ struct pc_msg *pc_msg_wrap(struct pc_conn *pconn, void *mem, void *addr, size_t 
 	if (self_worker == w) {
 		c->refs_w++;
 	} else if (!conn_ref_app(c)) {
-		zc_push(rv, lm);
+		rndv_zc_push(rv, lm);
 		ret = set_error(-ENOTCONN, "%s qp 0x%x: pc_msg_wrap on a closed connection",
 				c->devname, c->qpn);
 		goto err;
@@ -179,12 +181,12 @@ struct lmsg *rndv_zc_recv(struct pc_worker *w, struct conn *c, const struct wire
 	if (!lm)
 		return NULL;
 	if (!w->p->on_large((struct pc_conn *)c, d->len, d->inner, req_id, &b, w->p->arg)) {
-		zc_push(rv, lm);
+		rndv_zc_push(rv, lm);
 		return NULL;
 	}
 	ret = zc_check(w, c, b.mem, b.addr, d->len);
 	if (ret) {
-		zc_push(rv, lm);
+		rndv_zc_push(rv, lm);
 		if (b.released)
 			b.released(b.arg, ret);
 		return NULL;
@@ -203,46 +205,13 @@ struct lmsg *rndv_zc_recv(struct pc_worker *w, struct conn *c, const struct wire
 	return lm;
 }
 
-/*
- * lm_free() of an application's entry: nothing of pollcore's touches the
- * buffer any more (its window invalidated or its connection drained, no
- * READ or SEND of it outstanding). The entry goes back, then released()
- * runs with the outcome.
- */
-void rndv_zc_free(struct pc_worker *w, struct lmsg *lm)
+/* lm_free() of an application's entry: what its released() is told. */
+int rndv_zc_status(const struct lmsg *lm)
 {
-	struct conn *c = lm->ref_conn;
-	pc_release_fn released = lm->zc_released;
-	void *arg = lm->zc_arg;
-	int status;
+	const struct conn *c = lm->ref_conn;
 
 	if (lm->zc_ok || lm->zc_status)
-		status = lm->zc_status;
-	else if (c && c->state >= CONN_DRAINING)
-		status = -ENOTCONN;	/* given back when its connection had closed */
-	else
-		status = -ECANCELED;	/* given back unsent */
-	lm->ref_conn = NULL;
-	lm->free_pending = false;
-	lm->zc_released = NULL;
-	lm->zc_arg = NULL;
-	lm->zc_mr = NULL;
-	lm->zc_addr = NULL;
-	if (w->released)
-		lm->mw_dirty = false;
-	/*
-	 * A window that may still be valid is renewed: its QP is in ERR by now
-	 * (the drain ended), so the buffer is safe to give back either way;
-	 * only the entry is retired when the device refuses a new window.
-	 */
-	if (pc_unlikely(lm->mw_dirty) && !rndv_mw_renew(w, lm)) {
-		lm->size = 0;
-	} else {
-		lm->size = 0;
-		zc_push(w->rv, lm);
-	}
-	if (c)
-		conn_put(w, c);
-	if (released)
-		released(arg, status);
+		return lm->zc_status;
+	/* given back when its connection had closed, or unsent */
+	return c && c->state >= CONN_DRAINING ? -ENOTCONN : -ECANCELED;
 }
