@@ -237,17 +237,8 @@ struct pc_msg *pc_msg_alloc_size(struct pc_conn *pconn, size_t len)
 		errno = ENOTCONN;
 		return NULL;
 	}
-	lm->ref_conn = c;
-	lm->m.pub.data = lm_data(rv, lm);
-	lm->m.pub.len = 0;
-	lm->m.pub.cap = (uint32_t)PC_MIN(lm->size, (uint64_t)PC_MIN(rv->max_large, peer));
-	lm->m.pub.type = PC_MSG_ONEWAY;
-	lm->m.pub.req_id = 0;
-	lm->m.pub.user = NULL;
-	lm->m.pub.conn = pconn;
-	lm->m.ctx.conn = c;
-	lm->m.origin = c;
-	return &lm->m.pub;
+	return lm_to_send(lm, c, lm_data(rv, lm), 0,
+			  (uint32_t)PC_MIN(lm->size, (uint64_t)PC_MIN(rv->max_large, peer)));
 }
 
 int rndv_submit_check(const struct conn *c, struct msg *m)

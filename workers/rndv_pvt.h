@@ -135,6 +135,23 @@ static inline struct ibv_mr *lm_mr(const struct rndv_pool *rv, const struct lmsg
 	return pc_unlikely(lm->zc) ? lm->zc_mr : rv->mr;
 }
 
+/* @lm made a message to send on @c, the caller's (pc_msg_alloc_size(), pc_msg_wrap()). */
+static inline struct pc_msg *lm_to_send(struct lmsg *lm, struct conn *c, void *data, uint32_t len,
+					uint32_t cap)
+{
+	lm->ref_conn = c;
+	lm->m.pub.data = data;
+	lm->m.pub.len = len;
+	lm->m.pub.cap = cap;
+	lm->m.pub.type = PC_MSG_ONEWAY;
+	lm->m.pub.req_id = 0;
+	lm->m.pub.user = NULL;
+	lm->m.pub.conn = (struct pc_conn *)c;
+	lm->m.ctx.conn = c;
+	lm->m.origin = c;
+	return &lm->m.pub;
+}
+
 /* The largest message @w accepts (and sends): max_msg_size, or msg_size without rendezvous. */
 static inline uint32_t rndv_max_large(const struct pc_worker *w)
 {

@@ -145,18 +145,8 @@ struct pc_msg *pc_msg_wrap(struct pc_conn *pconn, void *mem, void *addr, size_t 
 	lm->zc_status = 0;
 	lm->size = len;
 	lm->tx_counted = false;
-	lm->ref_conn = c;
 	lm->m.call_done = NULL;
-	lm->m.pub.data = addr;
-	lm->m.pub.len = (uint32_t)len;
-	lm->m.pub.cap = (uint32_t)len;
-	lm->m.pub.type = PC_MSG_ONEWAY;
-	lm->m.pub.req_id = 0;
-	lm->m.pub.user = NULL;
-	lm->m.pub.conn = pconn;
-	lm->m.ctx.conn = c;
-	lm->m.origin = c;
-	return &lm->m.pub;
+	return lm_to_send(lm, c, addr, (uint32_t)len, (uint32_t)len);
 
 err:
 	errno = -ret;
