@@ -35,8 +35,8 @@
  *   (3) on the worker that owns the connection: direct, no ring.
  *   (4) a syscall: in a callback such as on_conn(UP), never per message.
  *
- * Callbacks (on_conn, on_msg, on_large, pc_op.done, pc_release_fn) run on the worker that owns the
- * connection, inside its loop, in an RCU read-side critical section
+ * Callbacks (on_conn, on_msg, on_large, pc_op.done, pc_release_fn) run
+ * on the worker that owns the connection, inside its loop, in an RCU read-side critical section
  * (urcu-qsbr, online): keep them short and never block.
  *
  * Ownership of a struct pc_msg: whoever holds it must give it back exactly
@@ -179,7 +179,9 @@ struct pc_msg {
  * peer's can reach it: its window invalidated, or the connection's QP
  * flushed): the application may reuse, free or deregister it from then
  * on. A callback: keep it short, never block. It may wrap the buffer
- * again (pc_msg_wrap()).
+ * again (pc_msg_wrap()). A received message that pc_engine_destroy()
+ * finds undelivered (still in a ring-mode handoff) has its released()
+ * run there, with 0.
  */
 typedef void (*pc_release_fn)(void *arg, int status);
 
