@@ -29,36 +29,22 @@
 #include <unistd.h>
 
 #include "fault_peer.h"
+#include "pattern.h"
 #include "pc_test.h"
 
 #define MSG_SIZE 4096u
 
 static const uint32_t sizes[] = { 1, MSG_SIZE, MSG_SIZE + 1, 64 * 1024 + 3, 1 << 20, 16 << 20 };
 
-static inline uint8_t pat(uint32_t i, uint32_t len, uint8_t salt)
-{
-	return (uint8_t)(i * 131u + len * 7u + salt);
-}
-
 static void fill(struct pc_msg *m, uint32_t len, uint8_t salt)
 {
-	uint8_t *d = m->data;
-
-	for (uint32_t i = 0; i < len; i++)
-		d[i] = pat(i, len, salt);
+	pat_fill(m->data, len, salt);
 	m->len = len;
 }
 
 static bool check(const struct pc_msg *m, uint32_t len, uint8_t salt)
 {
-	const uint8_t *d = m->data;
-
-	if (m->len != len)
-		return false;
-	for (uint32_t i = 0; i < len; i++)
-		if (d[i] != pat(i, len, salt))
-			return false;
-	return true;
+	return m->len == len && pat_diff(m->data, len, len, salt) < 0;
 }
 
 /* --- the server: checks one-way messages, answers requests ----------------------------------- */

@@ -750,6 +750,9 @@ void *pc_mem_reg(struct pc_conn *pconn, void *addr, size_t len, int access, uint
 		errno = ENOTCONN;
 		return NULL;
 	}
+	/* pc_msg_wrap() binds a memory window on it (local only: no remote access granted) */
+	if (c->w->rv)
+		access |= IBV_ACCESS_MW_BIND;
 	mr = ibv_reg_mr(c->w->dev->pd, addr, len, access);
 	if (!mr)
 		set_error(pc_neg_errno(-1), "%s: ibv_reg_mr(%zu bytes, access 0x%x): %s",

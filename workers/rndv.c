@@ -23,16 +23,6 @@
 static_assert(HDR + sizeof(struct wire_rndv) <= DONE_OFF, "descriptor fits its half of the slot");
 static_assert(DONE_OFF + HDR + sizeof(struct wire_done) <= RNDV_SLOT, "DONE fits the other half");
 
-static inline uint32_t lm_index(const struct rndv_pool *rv, const struct lmsg *lm)
-{
-	return (uint32_t)(lm - rv->lm);
-}
-
-static inline char *lm_data(const struct rndv_pool *rv, const struct lmsg *lm)
-{
-	return rv->base + ((uint64_t)lm_index(rv, lm) << RNDV_MIN_SHIFT);
-}
-
 /* The pool's gauge; the caller holds the lock. */
 static inline void used_gauge(struct pc_worker *w)
 {
@@ -121,7 +111,7 @@ static void block_put(struct pc_worker *w, struct lmsg *lm, struct conn *tx, uin
  * completed): a new one, so that no rkey given out before works on this
  * block again. Closing connections only.
  */
-static bool mw_renew(struct pc_worker *w, struct lmsg *lm)
+bool rndv_mw_renew(struct pc_worker *w, struct lmsg *lm)
 {
 	/* a window that may still be valid keeps its block out of the pool */
 	if (lm->mw && ibv_dealloc_mw(lm->mw)) {
@@ -149,9 +139,20 @@ static void lm_free(struct pc_worker *w, struct lmsg *lm)
 	struct conn *c = lm->ref_conn;
 	struct conn *tx = lm->tx_counted ? c : NULL;
 	uint64_t size = lm->size;
+	pc_release_fn released = NULL;
+	void *arg = NULL;
+	int status = 0;
+	bool keep;
 
 	if (lm->rx_counted && c)
 		c->rv.rx_bytes -= lm->size;
+	/* the application's buffer: its released() runs, the entry goes back to its stack */
+	if (pc_unlikely(lm->zc)) {
+		status = rndv_zc_status(lm);
+		released = lm->zc_released;
+		arg = lm->zc_arg;
+		lm->zc_released = NULL;
+	}
 	lm->rx_counted = false;
 	lm->tx_counted = false;
 	lm->ref_conn = NULL;
@@ -159,16 +160,25 @@ static void lm_free(struct pc_worker *w, struct lmsg *lm)
 	/* its device gone (devloss.c), the windows went with it: nothing to renew */
 	if (w->released)
 		lm->mw_dirty = false;
-	if (pc_unlikely(lm->mw_dirty) && !mw_renew(w, lm)) {
-		lm->size = 0;
-		block_put(w, NULL, tx, size);	/* never given back: its window may live */
+	/* a window that may still be valid keeps its block (or entry) out of use for good */
+	keep = pc_unlikely(lm->mw_dirty) && !rndv_mw_renew(w, lm);
+	/* untouched from here: another thread may allocate it as soon as it is free */
+	lm->size = 0;
+	if (pc_unlikely(lm->zc)) {
+		if (!keep)
+			rndv_zc_push(rv, lm);
 	} else {
-		/* untouched from here: another thread may allocate it as soon as it is free */
-		lm->size = 0;
-		block_put(w, lm, tx, size);
+		block_put(w, keep ? NULL : lm, tx, size);
 	}
 	if (c)
 		conn_put(w, c);
+	/*
+	 * Its QP is in ERR by now if the window was dirty (the drain ended), so
+	 * the application's buffer is safe to give back even when the entry is
+	 * kept out.
+	 */
+	if (released)
+		released(arg, status);
 	if (rv->wait)
 		rndv_kick(w);
 }
@@ -227,17 +237,8 @@ struct pc_msg *pc_msg_alloc_size(struct pc_conn *pconn, size_t len)
 		errno = ENOTCONN;
 		return NULL;
 	}
-	lm->ref_conn = c;
-	lm->m.pub.data = lm_data(rv, lm);
-	lm->m.pub.len = 0;
-	lm->m.pub.cap = (uint32_t)PC_MIN(lm->size, (uint64_t)PC_MIN(rv->max_large, peer));
-	lm->m.pub.type = PC_MSG_ONEWAY;
-	lm->m.pub.req_id = 0;
-	lm->m.pub.user = NULL;
-	lm->m.pub.conn = pconn;
-	lm->m.ctx.conn = c;
-	lm->m.origin = c;
-	return &lm->m.pub;
+	return lm_to_send(lm, c, lm_data(rv, lm), 0,
+			  (uint32_t)PC_MIN(lm->size, (uint64_t)PC_MIN(rv->max_large, peer)));
 }
 
 int rndv_submit_check(const struct conn *c, struct msg *m)
@@ -253,6 +254,11 @@ int rndv_submit_check(const struct conn *c, struct msg *m)
 	if (pc_unlikely(m->pub.len > c->rv.peer_max_large))
 		return set_error(-EMSGSIZE, "%s qp 0x%x: message of %u bytes exceeds the peer's "
 				 "maximum %u", c->devname, c->qpn, m->pub.len, c->rv.peer_max_large);
+	/* one that goes as an ordinary message must fit the peer's receive buffers */
+	if (pc_unlikely(m->pub.len <= m->w->p->msg_size && c->peer_max_msg &&
+			m->pub.len > c->peer_max_msg))
+		return set_error(-EMSGSIZE, "%s qp 0x%x: message of %u bytes exceeds the peer's "
+				 "maximum %u", c->devname, c->qpn, m->pub.len, c->peer_max_msg);
 	return 0;
 }
 
@@ -319,12 +325,15 @@ void rndv_add_send(struct pc_worker *w, struct conn *c, struct msg *m)
 	uint32_t len = m->pub.len;
 	struct ibv_send_wr *wr;
 
+	/* this send's outcome is what an application buffer's released() will say */
+	lm->zc_ok = false;
+	lm->zc_status = 0;
 	if (len <= w->p->msg_size) {
 		/* an ordinary message from a large buffer (a small reply in place): header, payload */
 		wire_hdr_fill((struct wire_hdr *)(void *)lm->slot, m->pub.type, len, m->pub.req_id,
 			      c->granted);
 		lm->sge[0] = (struct ibv_sge){ (uintptr_t)lm->slot, HDR, rv->slots_mr->lkey };
-		lm->sge[1] = (struct ibv_sge){ (uintptr_t)m->pub.data, len, rv->mr->lkey };
+		lm->sge[1] = (struct ibv_sge){ (uintptr_t)m->pub.data, len, lm_mr(rv, lm)->lkey };
 		wr = chain_add(&w->chain);
 		wr->sg_list = lm->sge;
 		wr->num_sge = len ? 2 : 1;
@@ -357,7 +366,7 @@ void rndv_add_send(struct pc_worker *w, struct conn *c, struct msg *m)
 		wr->bind_mw.mw = lm->mw;
 		wr->bind_mw.rkey = lm->rkey;
 		wr->bind_mw.bind_info = (struct ibv_mw_bind_info){
-			.mr = rv->mr,
+			.mr = lm_mr(rv, lm),
 			.addr = (uintptr_t)m->pub.data,
 			.length = len,
 			.mw_access_flags = IBV_ACCESS_REMOTE_READ,
@@ -419,7 +428,7 @@ void rndv_add(struct pc_worker *w, struct conn *c, struct wr_ctx *ctx)
 		lm = pc_container_of(ctx, struct lmsg, rd_ctx);
 		wr->sg_list->addr = (uintptr_t)lm_data(rv, lm);
 		wr->sg_list->length = lm->rd.len;
-		wr->sg_list->lkey = rv->mr->lkey;
+		wr->sg_list->lkey = lm_mr(rv, lm)->lkey;
 		wr->num_sge = 1;
 		wr->opcode = IBV_WR_RDMA_READ;
 		wr->wr.rdma.remote_addr = lm->rd.addr;
@@ -467,6 +476,9 @@ static void tx_end(struct pc_worker *w, struct lmsg *lm, bool dirty)
 
 	if (dirty) {
 		lm->mw_dirty = true;
+		/* no DONE came: the peer may have read it, or not */
+		if (!lm->zc_ok)
+			lm->zc_status = -ENOTCONN;
 		if (!c->rv.drained) {
 			lm->state = LM_CLOSED;
 			if (!lm->tx_linked)
@@ -487,6 +499,11 @@ void rndv_msg_sent(struct pc_worker *w, struct msg *m, bool failed)
 {
 	struct lmsg *lm = lm_of(m);
 
+	/* an application buffer sent as an ordinary message: the SEND is its outcome */
+	if (pc_unlikely(lm->zc) && m->pub.len <= w->p->msg_size) {
+		lm->zc_ok = !failed;
+		lm->zc_status = failed ? -ENOTCONN : 0;
+	}
 	/* no DONE will come for it: its window may have been bound */
 	if (pc_unlikely(failed) && lm->state == LM_BOUND)
 		tx_end(w, lm, true);
@@ -504,6 +521,8 @@ static void read_done(struct pc_worker *w, struct lmsg *lm, bool failed, bool po
 	lm->rv_conn = NULL;
 	if (failed) {
 		/* the connection closes (dp_handle_wc()): nothing delivered, the block goes back */
+		lm->zc_ok = false;
+		lm->zc_status = -ENOTCONN;
 		lm->free_pending = true;
 		lm_maybe_free(w, lm);
 		/* what it held back goes on at the drain's end (rndv_conn_drained()) */
@@ -523,6 +542,9 @@ static void read_done(struct pc_worker *w, struct lmsg *lm, bool failed, bool po
 		if (c->rv.q_head)
 			dp_mark_dirty(w, c);
 	}
+	/* an application buffer was read into: released() says 0 once it is given back */
+	lm->zc_ok = true;
+	lm->zc_status = 0;
 	m->pub.data = lm_data(w->rv, lm);
 	m->pub.len = lm->rd.len;
 	m->pub.cap = (uint32_t)PC_MIN(lm->size, (uint64_t)w->rv->max_large);
@@ -617,18 +639,22 @@ static bool start_read(struct pc_worker *w, struct conn *c, const struct wire_rn
 	uint64_t share = rv->size / PC_MAX(w->ncredited, 1u);
 	struct lmsg *lm;
 
-	/* one message at a time at least; more only within its share of the pool */
-	if (c->rv.rx_bytes && c->rv.rx_bytes + d->len > share)
-		return false;
-	lm = block_get(w, NULL, d->len, NULL);
-	if (!lm)
-		return false;
+	/* the application's buffer (on_large), else the pool */
+	lm = w->p->on_large ? rndv_zc_recv(w, c, d, req_id) : NULL;
+	if (!lm) {
+		/* one message at a time at least; more only within its share of the pool */
+		if (c->rv.rx_bytes && c->rv.rx_bytes + d->len > share)
+			return false;
+		lm = block_get(w, NULL, d->len, NULL);
+		if (!lm)
+			return false;
+		lm->rx_counted = true;
+		c->rv.rx_bytes += lm->size;
+	}
 	lm->state = LM_READ;
 	lm->rv_conn = c;
 	lm->ref_conn = c;
 	c->refs_w++;
-	lm->rx_counted = true;
-	c->rv.rx_bytes += lm->size;
 	lm->rd = *d;
 	lm->rd_req_id = req_id;
 	lm->rd_ctx.conn = c;
@@ -729,7 +755,7 @@ static void done_recv(struct pc_worker *w, struct conn *c, const void *payload, 
 		return;
 	}
 	idx = (uint32_t)dn.token;
-	if (rv && idx < rv->bd.nblocks)
+	if (rv && idx < rv->nlm)
 		lm = &rv->lm[idx];
 	if (!lm || lm->state != LM_BOUND || lm->rv_conn != c || lm->gen != (uint32_t)(dn.token >> 32)) {
 		snprintf(why, sizeof(why), "rendezvous DONE for token 0x%llx, which this connection "
@@ -743,6 +769,8 @@ static void done_recv(struct pc_worker *w, struct conn *c, const void *payload, 
 	tx_unlink(w, c, lm);
 	/* the DONE deadline counts from the peer's last answer (rndv_overdue()) */
 	c->rv.done_ns = coarse_ns();
+	lm->zc_ok = true;
+	lm->zc_status = dn.status >= -4095 ? dn.status : -EIO;	/* the peer's word */
 	lm->state = LM_INV;
 	lm->inv_ctx.conn = c;
 	q_add(c, &lm->inv_ctx);

@@ -28,7 +28,12 @@
  * rndv_overdue()).
  *
  * Every object here is the worker's, except allocation from the pool
- * (pc_msg_alloc_size(), any thread), which takes the pool's spinlock.
+ * (pc_msg_alloc_size(), any thread), which takes the pool's spinlock, and
+ * the application's own buffers (workers/rndv_zc.c): RNDV_ZC_SLOTS more
+ * entries after the blocks, each with its window and slot, that stand for
+ * a buffer registered by the application (pc_msg_wrap() to send it,
+ * on_large to read into it), taken from a lock-free stack by any thread
+ * and given back by the worker.
  */
 #ifndef PC_RNDV_PVT_H
 #define PC_RNDV_PVT_H
@@ -42,6 +47,8 @@
 #define RNDV_SLOT 128u		/* per block: descriptor send [0, 64), DONE send [64, 128) */
 /* A descriptor unanswered this many DONE deadlines closes its conn, DONEs for others or not. */
 #define RNDV_OLDEST_LIMITS 4u
+/* Application buffers (pc_msg_wrap(), on_large) a worker has in use at once, sent and received. */
+#define RNDV_ZC_SLOTS 128u
 
 enum lm_state {
 	LM_IDLE = 0,	/* no rendezvous in progress */
@@ -75,6 +82,15 @@ struct lmsg {
 	struct lmsg *tx_prev, *tx_next;	/* rv_conn->rv.tx_head's list */
 	char *slot;		/* RNDV_SLOT bytes of registered memory */
 	struct ibv_sge sge[2];
+	/* an application buffer (index >= nblocks; rndv_zc.c): size is its length while in use */
+	bool zc;
+	bool zc_ok;		/* its last send reached the peer (DONE, or the SEND completed) */
+	int32_t zc_status;	/* what released() is told when zc_ok (the DONE's status) */
+	uint32_t zc_next;	/* free stack: the next entry's index + 1, 0 for none (atomic) */
+	char *zc_addr;
+	struct ibv_mr *zc_mr;	/* the application's registration (pc_mem_reg()) */
+	pc_release_fn zc_released;
+	void *zc_arg;
 };
 
 struct rndv_pool {
@@ -86,7 +102,9 @@ struct rndv_pool {
 	struct ibv_mr *mr;	/* LOCAL_WRITE | MW_BIND */
 	char *slots;
 	struct ibv_mr *slots_mr;
-	struct lmsg *lm;	/* by block index */
+	struct lmsg *lm;	/* by block index, then the RNDV_ZC_SLOTS application entries */
+	uint32_t nlm;		/* blocks + RNDV_ZC_SLOTS */
+	uint64_t zc_free;	/* free application entries: tag << 32 | index + 1 (rndv_zc.c) */
 	uint32_t max_large;	/* the engine's limit on this device */
 	struct conn *wait;	/* conns with descriptors waiting for room */
 	uint32_t waiting;	/* descriptors waiting, all conns */
@@ -96,6 +114,42 @@ struct rndv_pool {
 static inline struct lmsg *lm_of(struct msg *m)
 {
 	return pc_container_of(m, struct lmsg, m);
+}
+
+static inline uint32_t lm_index(const struct rndv_pool *rv, const struct lmsg *lm)
+{
+	return (uint32_t)(lm - rv->lm);
+}
+
+/* The bytes of @lm: its block of the pool, or the application's buffer. */
+static inline char *lm_data(const struct rndv_pool *rv, const struct lmsg *lm)
+{
+	if (pc_unlikely(lm->zc))
+		return lm->zc_addr;
+	return rv->base + ((uint64_t)lm_index(rv, lm) << RNDV_MIN_SHIFT);
+}
+
+/* The registration those bytes are in. */
+static inline struct ibv_mr *lm_mr(const struct rndv_pool *rv, const struct lmsg *lm)
+{
+	return pc_unlikely(lm->zc) ? lm->zc_mr : rv->mr;
+}
+
+/* @lm made a message to send on @c, the caller's (pc_msg_alloc_size(), pc_msg_wrap()). */
+static inline struct pc_msg *lm_to_send(struct lmsg *lm, struct conn *c, void *data, uint32_t len,
+					uint32_t cap)
+{
+	lm->ref_conn = c;
+	lm->m.pub.data = data;
+	lm->m.pub.len = len;
+	lm->m.pub.cap = cap;
+	lm->m.pub.type = PC_MSG_ONEWAY;
+	lm->m.pub.req_id = 0;
+	lm->m.pub.user = NULL;
+	lm->m.pub.conn = (struct pc_conn *)c;
+	lm->m.ctx.conn = c;
+	lm->m.origin = c;
+	return &lm->m.pub;
 }
 
 /* The largest message @w accepts (and sends): max_msg_size, or msg_size without rendezvous. */
@@ -128,5 +182,13 @@ void rndv_conn_close(struct pc_worker *w, struct conn *c);
 void rndv_conn_drained(struct pc_worker *w, struct conn *c);
 bool rndv_overdue(struct pc_worker *w, struct conn *c, uint64_t now, uint64_t limit_ns);
 const char *rndv_what(const struct wr_ctx *ctx);
+bool rndv_mw_renew(struct pc_worker *w, struct lmsg *lm);
+
+/* rndv_zc.c: the application's buffers; worker thread unless said otherwise */
+void rndv_zc_init(struct rndv_pool *rv, uint32_t first);
+struct lmsg *rndv_zc_recv(struct pc_worker *w, struct conn *c, const struct wire_rndv *d,
+			  uint64_t req_id);
+int rndv_zc_status(const struct lmsg *lm);
+void rndv_zc_push(struct rndv_pool *rv, struct lmsg *lm);	/* any thread */
 
 #endif /* PC_RNDV_PVT_H */

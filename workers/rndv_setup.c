@@ -18,7 +18,7 @@ int rndv_setup(struct pc_worker *w, bool numa)
 	struct pc_dev *d = w->dev;
 	int caps = d->dev_attr.device_cap_flags;
 	struct rndv_pool *rv;
-	uint32_t i, n;
+	uint32_t i, n, nb;
 	int ret;
 
 	if (p->max_msg_size <= p->msg_size)
@@ -39,7 +39,10 @@ int rndv_setup(struct pc_worker *w, bool numa)
 	ret = buddy_init(&rv->bd, rv->size, RNDV_MIN_SHIFT);
 	if (ret)
 		goto err_rv;
-	n = rv->bd.nblocks;
+	/* the blocks, then the application's buffers (rndv_zc.c) */
+	nb = rv->bd.nblocks;
+	n = nb + RNDV_ZC_SLOTS;
+	rv->nlm = n;
 	rv->numa = numa;
 	rv->base = numa ? pc_numa_alloc(w->topo, rv->size, w->place->numa_node)
 			: aligned_alloc(4096, rv->size);
@@ -81,11 +84,12 @@ int rndv_setup(struct pc_worker *w, bool numa)
 		}
 		lm->rkey = lm->mw->rkey;
 	}
+	rndv_zc_init(rv, nb);
 	pthread_spin_init(&rv->lock, PTHREAD_PROCESS_PRIVATE);
 	w->rv = rv;
 	pc_info("%s: rendezvous up to %u bytes, large pool %llu KiB (%u blocks of 64 KiB), "
 		"memory windows type 2%s", w->name, rv->max_large,
-		(unsigned long long)(rv->size >> 10), n,
+		(unsigned long long)(rv->size >> 10), nb,
 		caps & IBV_DEVICE_MEM_WINDOW_TYPE_2B ? "B" : "A");
 	return 0;
 
@@ -116,7 +120,7 @@ void rndv_release_verbs(struct pc_worker *w)
 
 	if (!rv)
 		return;
-	for (i = 0; rv->lm && i < rv->bd.nblocks; i++)
+	for (i = 0; rv->lm && i < rv->nlm; i++)
 		if (rv->lm[i].mw && !ibv_dealloc_mw(rv->lm[i].mw))
 			rv->lm[i].mw = NULL;
 	if (rv->mr && !ibv_dereg_mr(rv->mr))

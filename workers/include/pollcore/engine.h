@@ -15,6 +15,7 @@
  *   pc_engine_create/destroy         |   yes (1)  |        no        |   no
  *   pc_listen, pc_connect            |   yes      |        no        |   no
  *   pc_msg_alloc, pc_msg_alloc_size  |   yes (2)  |   yes (3)        |   no
+ *   pc_msg_wrap                      |   yes      |   yes            |   no
  *   pc_send, pc_call, pc_reply,      |   yes (2)  |   yes (3)        |   no
  *   pc_msg_release, pc_rdma          |            |                  |
  *   pc_close, pc_conn_get/put,       |   yes      |   yes            |   yes
@@ -29,12 +30,13 @@
  *       message and pc_rdma go to the worker through that worker's bounded
  *       MPSC submission ring, from any thread.
  *       pc_msg_alloc_size() above msg_size needs no attach: the large
- *       pool is shared under a spinlock.
+ *       pool is shared under a spinlock. pc_msg_wrap() needs none either
+ *       (a lock-free stack of entries).
  *   (3) on the worker that owns the connection: direct, no ring.
  *   (4) a syscall: in a callback such as on_conn(UP), never per message.
  *
- * Callbacks (on_conn, on_msg, pc_op.done) run on the worker that owns the
- * connection, inside its loop, in an RCU read-side critical section
+ * Callbacks (on_conn, on_msg, on_large, pc_op.done, pc_release_fn) run
+ * on the worker that owns the connection, inside its loop, in an RCU read-side critical section
  * (urcu-qsbr, online): keep them short and never block.
  *
  * Ownership of a struct pc_msg: whoever holds it must give it back exactly
@@ -157,6 +159,49 @@ struct pc_msg {
 	uint8_t type;
 	uint64_t req_id;
 	void *user;
+};
+
+/**
+ * typedef pc_release_fn - pollcore is done with an application buffer
+ * (pc_msg_wrap(), on_large's struct pc_large_buf).
+ * @arg: the pointer given with the buffer.
+ * @status: 0 when the buffer's last use succeeded: sent, the peer's DONE
+ *          came (it read every byte) or, at most msg_size bytes, the SEND
+ *          completed; received, the message was read into it and given
+ *          back. Otherwise a negative errno: -ENOTCONN (the connection
+ *          closed first: the peer may have read some, all or none of it),
+ *          -ECANCELED (given back with pc_msg_release() and never sent),
+ *          -EINVAL, -ERANGE or -EXDEV (on_large's answer was refused,
+ *          pc_last_error() saying why), or the peer's error in its DONE.
+ *
+ * Runs exactly once per buffer, on the worker that owns the connection,
+ * once nothing of pollcore's touches the memory any more (no READ of the
+ * peer's can reach it: its window invalidated, or the connection's QP
+ * flushed): the application may reuse, free or deregister it from then
+ * on. A callback: keep it short, never block. It may wrap the buffer
+ * again (pc_msg_wrap()). A received message that pc_engine_destroy()
+ * finds undelivered (still in a ring-mode handoff) has its released()
+ * run there, with 0.
+ */
+typedef void (*pc_release_fn)(void *arg, int status);
+
+/**
+ * struct pc_large_buf - on_large's answer: where an incoming large
+ * message is read to.
+ * @addr: the destination, at least as long as the message, inside @mem's
+ *        registration.
+ * @mem: a handle from pc_mem_reg() on the connection's device, registered
+ *       with IBV_ACCESS_LOCAL_WRITE (a READ into memory without it fails,
+ *       which closes the connection).
+ * @released: runs once when pollcore is done with @addr (pc_release_fn),
+ *            or NULL.
+ * @arg: for @released.
+ */
+struct pc_large_buf {
+	void *addr;
+	void *mem;
+	pc_release_fn released;
+	void *arg;
 };
 
 enum pc_op_code {
@@ -434,6 +479,21 @@ struct pc_device_params {
  * @on_msg: handler mode: a message arrived, on the owning worker; never
  *          before on_conn(UP) of its connection (messages that arrive
  *          earlier are held back until then).
+ * @on_large: where a message above msg_size is read to (both handoff
+ *            modes), or NULL for the large pool. Runs on the owning
+ *            worker before the READ, with the message's @len, @type
+ *            (enum pc_msg_type) and @req_id (a response's: match it to
+ *            your pc_call()), in the connection's order: fill @buf and
+ *            return true to have it read into your registered memory, no
+ *            copy (the delivered message's data is @buf->addr, cap its
+ *            length; given back with pc_msg_release() or sent on, after
+ *            which @buf->released runs with 0); false to decline (the
+ *            large pool, as without the hook). A message that waits for
+ *            room in the pool may be asked about again. An answer out of
+ *            range (no handle, another device's, @addr outside it) falls
+ *            back to the pool, its released() running at once with the
+ *            errno. At most 128 application buffers (sent and received)
+ *            are in use per worker; beyond, the hook is not asked.
  * @arg: passed to the callbacks.
  */
 struct pc_engine_params {
@@ -468,6 +528,8 @@ struct pc_engine_params {
 	void (*on_conn)(struct pc_conn *conn, enum pc_conn_event ev, void *arg);
 	int (*on_request)(struct pc_conn_request *req, void *arg);
 	void (*on_msg)(struct pc_msg *msg, void *arg);
+	bool (*on_large)(struct pc_conn *conn, uint32_t len, uint8_t type, uint64_t req_id,
+			 struct pc_large_buf *buf, void *arg);
 	void *arg;
 };
 
@@ -719,6 +781,41 @@ PC_API int pc_call_cancel(struct pc_conn *conn, uint64_t req_id);
 PC_API int pc_reply(struct pc_msg *req);
 
 /**
+ * pc_msg_wrap - a message of the application's own registered memory,
+ * sent without a copy.
+ * @conn: the connection it will be sent on, not closing.
+ * @mem: a handle from pc_mem_reg() on @conn's device (it grants the
+ *       memory-window binding that a zero-copy send needs).
+ * @addr: the payload, inside @mem's registration.
+ * @len: its bytes, 1 .. the peer's max_msg_size (pc_conn_info()'s
+ *       peer_max_large; peer_max_msg when at most msg_size).
+ * @released: runs once on @conn's worker when pollcore is done with the
+ *            memory (pc_release_fn), or NULL.
+ * @arg: for @released.
+ *
+ * Any thread, no attach needed; no lock, no allocation, no system call.
+ * The message (data @addr, len and cap @len, type PC_MSG_ONEWAY) is
+ * yours like one from pc_msg_alloc_size(): give it with pc_send(),
+ * pc_call() or pc_reply() (set type and req_id for a response), or back
+ * with pc_msg_release(); len may be lowered, data must not move. Above
+ * msg_size it goes by rendezvous, the peer reading @addr itself through a
+ * memory window bound for that one read on @conn's QP; at most msg_size,
+ * as one SEND that gathers the header and @addr. Either way the bytes are
+ * never copied: do not write them until @released ran.
+ *
+ * Return: the message, or NULL with errno set (pc_last_error() says
+ * why): EINVAL (no @mem, @addr or @len), EXDEV (@mem is not a
+ * registration on @conn's device), ERANGE (@addr, @len outside it),
+ * EMSGSIZE (beyond the engine's or the peer's maximum), EOPNOTSUPP (a raw
+ * peer's connection, or no rendezvous on the device: max_msg_size equal
+ * to msg_size, or no type-2 memory windows), ENOBUFS (128 application
+ * buffers of the worker in use), ENOTCONN (@conn closing). @released
+ * never runs then.
+ */
+PC_API struct pc_msg *pc_msg_wrap(struct pc_conn *conn, void *mem, void *addr, size_t len,
+				  pc_release_fn released, void *arg);
+
+/**
  * pc_msg_release - give a received (or unsent) message back.
  * @msg: the message.
  *
@@ -759,7 +856,9 @@ PC_API int pc_rdma(struct pc_conn *conn, struct pc_op *op);
  *
  * Any thread, the handle's rule above applying to @conn: an app thread, or
  * the worker in a callback (on_conn(UP), for memory used only while the
- * device has connections). It is a syscall (ibv_reg_mr() on the device's
+ * device has connections). On a device with rendezvous it adds
+ * IBV_ACCESS_MW_BIND (for pc_msg_wrap(); the peer reaches the memory only
+ * through a window bound for one message). It is a syscall (ibv_reg_mr() on the device's
  * protection domain, which verbs make thread-safe): never per message.
  * The registration belongs to the device, not to @conn, and stays valid
  * after @conn closes; released by pc_mem_dereg(), which must happen before
