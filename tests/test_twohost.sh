@@ -267,6 +267,8 @@ side_b() {
 		--reconnect 60
 	snap blk_netem.after
 	netem_off blk_netem
+	# a client that could not reconnect: what the wire looks like (issue 21)
+	[ "$(cat "$DIR/b.blk_netem.rc")" = 0 ] || netdiag blk_netem.failed
 	touch "$DIR/b.blk.done"
 
 	for t in write read; do
@@ -275,6 +277,7 @@ side_b() {
 		timeout 240 "ib_${t}_bw" -d rxe0 -x 0 -F -s 4096 -t 32 -n $PT_ITERS -p $PT_PORT 127.0.0.1 \
 			>"$DIR/b.pt_$t.out" 2>&1
 		echo $? >"$DIR/b.pt_$t.rc"
+		[ "$(cat "$DIR/b.pt_$t.rc")" = 0 ] || netdiag "pt_$t.failed"
 		wait
 	done
 
