@@ -12,8 +12,8 @@
 #   netem  echo: 2,000 requests with b's eth0 under netem (loss, delay,
 #          reordering): rxe must recover every loss (each costs a retransmit
 #          timeout).
-#   blk    pollcore-blk on a RAM disk: randrw --verify under the same netem
-#          (its clean verified I/O across the wire is the nvmf phase's now);
+#   blk    pollcore-blk on a RAM disk: randrw --verify clean, then under the
+#          same netem;
 #   perftest  ib_write_bw and ib_read_bw, 4 KiB, across the same wire (their
 #          TCP side channel through tests/oob_relay.py: perftest 4.5 speaks
 #          IPv4 only, and the wire carries IPv6 link-local only);
@@ -258,6 +258,7 @@ side_b() {
 	touch "$DIR/b.netem.done"
 
 	await "$DIR/a.blk.listening" 300 || fail "b: a's blk server is not listening"
+	blk blk_clean --rw randrw --bs 4k --iodepth 32 --size 8M --time 10 --verify
 	netem_on
 	snap blk_netem.before
 	# --reconnect: rxe once completed no send for 16 s here, and the server's
@@ -447,6 +448,7 @@ srv_ok() {
 }
 line() { grep "^$2 " "$DIR/b.$1.out" | tr -s ' '; }
 
+blk_verified blk_clean
 blk_verified blk_netem
 srv_ok blk
 # a close under netem is accepted only as the rxe stall of docs/reliability.md:
@@ -472,9 +474,9 @@ for v in duplicate_request out_of_seq_request rcvd_seq_err completer_retry_err; 
 done
 [ "$retries" -gt 0 ] || fail "netem dropped $dropped packets in the blk phase but b's rxe counted no retry"
 if [ -n "$stall" ]; then
-	echo "ok: blk: randrw --verify under netem (dropped $dropped, b's retry counters +$retries): 0 mismatches; rxe stalled once ($stall: the server's keepalive closed the connection) and the client reconnected"
+	echo "ok: blk: randrw --verify clean and under netem (dropped $dropped, b's retry counters +$retries): 0 mismatches; under netem rxe stalled once ($stall: the server's keepalive closed the connection) and the client reconnected"
 else
-	echo "ok: blk: randrw --verify under netem (dropped $dropped, b's retry counters +$retries): 0 mismatches; the server counted no failed transfer"
+	echo "ok: blk: randrw --verify clean and under netem (dropped $dropped, b's retry counters +$retries): 0 mismatches; the server counted no failed transfer"
 fi
 
 # --- perftest across the same wire ---------------------------------------------------------
@@ -538,6 +540,7 @@ printf '    %-44s %s\n' "pollcore-nvmf randread  (fio, iodepth 32)" "$(nv_fig ra
 printf '    %-44s %s\n' "ib_write_bw -s 4096 -t 32" "$(ptfig write)"
 printf '    %-44s %s\n' "pollcore-nvmf randwrite (fio, iodepth 32)" "$(nv_fig randwrite)"
 printf '    %-44s %s\n' "ib_read_bw -s 4096 -t 32" "$(ptfig read)"
+printf '    %-44s %s\n' "pollcore-blk randrw --verify" "$(blkfig blk_clean)"
 printf '    %-44s %s\n' "pollcore-blk randrw --verify, netem" "$(blkfig blk_netem)"
 [ "$(rc_of "$DIR/b.flap.rc")" != 0 ] || [ -e "$DIR/b.wire_broken" ] ||
 	printf '    %-44s %s\n' "pollcore-blk randrw --verify, eth0 flap" "$(blkfig flap)"
