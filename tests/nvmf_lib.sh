@@ -8,8 +8,12 @@
 #
 #   nvmf_need_initiator              nvme-cli, fio, jq, module nvme-rdma
 #   nvmf_discover ADDR PORT NQN      the discovery log lists NQN over rdma
-#   nvmf_connect ADDR PORT NQN       connects; sets NVMF_DEV (/dev/nvmeXnY)
+#   nvmf_connect ADDR PORT NQN [OPT...]
+#                                    connects (OPT: more nvme connect options);
+#                                    sets NVMF_DEV (/dev/nvmeXnY)
 #   nvmf_find_dev NQN                prints the namespace's block device
+#   nvmf_ctrl_of NQN                 prints its controller (nvmeX)
+#   nvmf_writes DEV                  writes completed on DEV, paths included
 #   nvmf_listed DEV                  nvme list shows DEV
 #   nvmf_check_size DEV BYTES        DEV is BYTES long (block layer, id-ns)
 #   nvmf_fio_verify DEV "BS DEPTH N"...
@@ -68,14 +72,35 @@ nvmf_find_dev() {
 	return 0
 }
 
-# nvmf_connect ADDR PORT NQN: nvme connect, then the namespace's block
-# device within 30 s, in NVMF_DEV. A controller of NQN connected before is an
-# error (its device would be taken for ours).
+# nvmf_ctrl_of NQN: the controller (nvmeX, in /sys/class/nvme) of NQN;
+# nothing printed if there is none.
+nvmf_ctrl_of() {
+	local d
+	for d in /sys/class/nvme/nvme*; do
+		[ -f "$d/subsysnqn" ] && [ "$(< "$d/subsysnqn")" = "$1" ] && { echo "${d##*/}"; return 0; }
+	done
+	return 0
+}
+
+# nvmf_writes DEV: writes completed on DEV (/dev/nvmeXnY) so far, from
+# /proc/diskstats. With native multipath the disk is bio-based and counts
+# nothing itself: its paths (nvmeXcZnY) count the requests.
+nvmf_writes() {
+	local n=${1#/dev/}
+	awk -v d="$n" -v p="^${n%n*}c[0-9]+n${n##*n}\$" '$3 == d || $3 ~ p {s += $8} END {print s + 0}' \
+		/proc/diskstats
+}
+
+# nvmf_connect ADDR PORT NQN [OPTION...]: nvme connect (with the further
+# nvme connect options given, e.g. --ctrl-loss-tmo=60), then the namespace's
+# block device within 30 s, in NVMF_DEV. A controller of NQN connected before
+# is an error (its device would be taken for ours).
 nvmf_connect() {
 	local addr=$1 port=$2 nqn=$3
+	shift 3
 	[ -z "$(nvmf_find_dev "$nqn")" ] || fail "a controller of $nqn is connected already"
-	timeout 60 nvme connect -t rdma -a "$addr" -s "$port" -n "$nqn" >"$TMP/connect.out" 2>&1 ||
-		fail "nvme connect -t rdma -a $addr -s $port -n $nqn failed (exit $?)"
+	timeout 60 nvme connect -t rdma -a "$addr" -s "$port" -n "$nqn" "$@" >"$TMP/connect.out" 2>&1 ||
+		fail "nvme connect -t rdma -a $addr -s $port -n $nqn $* failed (exit $?)"
 	NVMF_DEV=
 	for _ in $(seq 300); do
 		NVMF_DEV=$(nvmf_find_dev "$nqn")

@@ -1,45 +1,56 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# twohost suite: pollcore-echo, pollcore-blk and perftest across a wire
-# between two VMs.
-#   usage: test_twohost.sh path/to/pollcore-echo path/to/pollcore-blk uring|no-uring
+# twohost suite: pollcore-echo, pollcore-blk, pollcore-nvmf (with the Linux
+# kernel's NVMe-oF initiator) and perftest across a wire between two VMs.
+#   usage: test_twohost.sh path/to/pollcore-echo path/to/pollcore-blk
+#                          path/to/pollcore-nvmf uring|no-uring
 #
-# Runs on the host and boots its own pair (tools/rxe-vm --pair): servers on
-# a (fe80::ff:fe00:101%eth0), clients on b, one phase after another:
+# Runs on the host and boots its own pair (tools/rxe-vm --pair --modules
+# nvme-rdma): servers and targets on a (fe80::ff:fe00:101%eth0), clients and
+# the initiator on b, one phase after another:
 #   clean  echo: 20,000 requests of 64 bytes, every byte checked;
 #   netem  echo: 2,000 requests with b's eth0 under netem (loss, delay,
 #          reordering): rxe must recover every loss (each costs a retransmit
 #          timeout).
-#   blk    pollcore-blk on a RAM disk: randread and randwrite 4 KiB (figures),
-#          randrw --verify clean, and randrw --verify under the same netem;
-#   flap   a randrw --verify --reconnect client while b's eth0 goes down for
-#          2 s: its connection survives or closes with a reason, the client
-#          reconnects, and its verify passes;
+#   blk    pollcore-blk on a RAM disk: randrw --verify clean, then under the
+#          same netem;
 #   perftest  ib_write_bw and ib_read_bw, 4 KiB, across the same wire (their
 #          TCP side channel through tests/oob_relay.py: perftest 4.5 speaks
 #          IPv4 only, and the wire carries IPv6 link-local only);
-#   crash  a file-backed server: --phase write (generation 7, FLUSH), then a
-#          --reconnect client writes another region while a's server is
-#          SIGKILLed and restarted on the same file: the client reconnects,
-#          reads back clean, and the flushed region holds generation 7
-#          (skipped when pollcore-blk was built without liburing). If the
-#          client finds no connection for 120 s and rdma-core's rping cannot
-#          connect either, the wire is what failed (issue 21 saw ADDR_ERROR
-#          -110 for every connect): the phase says so, shows each side's
-#          netdiag (addresses, neighbours, qdisc, ND counters, a ping) and
-#          passes on what it still checked; the flap is then skipped;
-#   flap   last, as described above (on rxe it may leave the device unable to
-#          connect; rping is the oracle there too).
+#   nvmf   pollcore-nvmf, a 64 MiB RAM namespace, to the kernel's nvme-rdma
+#          on b: discover, connect, nvme list, fio crc32c verify (4 KiB and
+#          128 KiB, iodepth 32), fio randread and randwrite 4 KiB at iodepth
+#          32 (figures), disconnect (tests/twohost_nvmf.sh);
+#   nvcrash  pollcore-nvmf on a file namespace, the host connected with
+#          --ctrl-loss-tmo: fio writes a region with verify data and nvme
+#          flush; then, under 32 writes in flight, a SIGKILLs the target and
+#          starts it again on the same file, NQN, address and port; the host
+#          reconnects by itself (dmesg, controller state live), the I/O in
+#          flight completes and verifies, and the flushed region reads back
+#          intact (fio --verify_only); skipped when pollcore-nvmf was built
+#          without liburing. If the host cannot reconnect and rdma-core's
+#          rping cannot connect either, the wire is what failed (issue 21 saw
+#          ADDR_ERROR -110 for every connect after a kill): the phase says so,
+#          shows each side's netdiag (addresses, neighbours, qdisc, ND
+#          counters, a ping) and passes on what it still checked (the I/O
+#          failed with EIO, no verify error); the flap is then skipped;
+#   flap   last: a pollcore-blk randrw --verify --reconnect client while b's
+#          eth0 goes down for 2 s: its connection survives or closes with a
+#          reason, the client reconnects, and its verify passes (on rxe a flap
+#          may leave the device unable to connect; rping is the oracle there).
 # Echo phases: client exit 0, sent == received == the count on both ends,
 # the server's exact totals after SIGTERM (exit 0), no WC errors, no QP out
 # of retries; under netem the qdisc dropped packets and rxe retransmitted.
 # blk phases: every client exits 0 with 0 mismatches; the servers exit 0 on
-# SIGTERM. It prints the rates, latencies, perftest's figures and the rxe
-# hw_counters deltas of both VMs.
+# SIGTERM. NVMe-oF phases: what tests/twohost_nvmf.sh lists; the targets exit
+# 0 on SIGTERM with no failed transfer, backend operation or lost completion.
+# It prints the rates, latencies, perftest's figures beside pollcore-nvmf's
+# and the rxe hw_counters deltas of both VMs.
 #
 # The VMs coordinate through files in a directory on the host's filesystem,
 # which both mount: a says when its server listens, b when its client is done.
-# Inside a VM (test_twohost.sh --side DIR ECHO) the script plays its role.
+# Inside a VM (test_twohost.sh --side DIR ECHO BLK NVMF URING) the script plays
+# its role.
 set -u
 
 CLEAN_COUNT=20000
@@ -53,6 +64,11 @@ fail() {
 	echo "FAIL: $*" >&2
 	exit 1
 }
+HERE=$(dirname "$(readlink -f "$0")")
+# shellcheck source=tests/nvmf_lib.sh
+. "$HERE/nvmf_lib.sh"
+# shellcheck source=tests/twohost_nvmf.sh
+. "$HERE/twohost_nvmf.sh"
 
 # --- inside a VM ------------------------------------------------------------------------
 # await FILE SECONDS: until FILE exists; false after SECONDS or when the
@@ -153,29 +169,7 @@ side_a() {
 		wait
 	done
 
-	# crash: SIGKILL mid-write, restart on the same file and port; rping's
-	# server is the oracle for "can this wire still connect" afterwards
-	if [ "$URING" = uring ]; then
-		rping -s -a "$PC_TEST_ADDR" -p 7472 -P >"$DIR/a.crash_rping.out" 2>&1 &
-		RPING_PID=$!
-		truncate -s 16M "$DIR/disk.img"
-		start_srv crash "$BLK" server --addr "$PC_TEST_ADDR" --file "$DIR/disk.img" --no-numa
-		# before the client starts: under TCG the diagnosis takes seconds, and
-		# a kill that came after the client's --time would find it gone
-		netdiag crash.before_kill
-		touch "$DIR/a.crash.listening"
-		await "$DIR/b.crash.running" 600 || fail "a: b's crash client did not start"
-		kill -KILL "$SRV_PID"
-		wait "$SRV_PID" 2>/dev/null
-		start_srv crash "$BLK" server --addr "$PC_TEST_ADDR" --file "$DIR/disk.img" --no-numa
-		netdiag crash.restarted
-		touch "$DIR/a.crash.restarted"
-		await "$DIR/b.crash.done" 900 || fail "a: b did not finish its crash phase"
-		netdiag crash.done
-		stop_srv crash
-		kill "$RPING_PID" 2>/dev/null
-		wait "$RPING_PID" 2>/dev/null
-	fi
+	nvmf_side_a
 
 	# last: on rxe a flap can leave the device unable to connect (see below)
 	rping -s -a "$PC_TEST_ADDR" -p 7471 -P >"$DIR/a.rping.out" 2>&1 &
@@ -264,8 +258,6 @@ side_b() {
 	touch "$DIR/b.netem.done"
 
 	await "$DIR/a.blk.listening" 300 || fail "b: a's blk server is not listening"
-	blk blk_read --rw randread --bs 4k --iodepth 32 --size 16M --time 8
-	blk blk_write --rw randwrite --bs 4k --iodepth 32 --size 16M --time 8
 	blk blk_clean --rw randrw --bs 4k --iodepth 32 --size 8M --time 10 --verify
 	netem_on
 	snap blk_netem.before
@@ -276,6 +268,8 @@ side_b() {
 		--reconnect 60
 	snap blk_netem.after
 	netem_off blk_netem
+	# a client that could not reconnect: what the wire looks like (issue 21)
+	[ "$(cat "$DIR/b.blk_netem.rc")" = 0 ] || netdiag blk_netem.failed
 	touch "$DIR/b.blk.done"
 
 	for t in write read; do
@@ -284,35 +278,15 @@ side_b() {
 		timeout 240 "ib_${t}_bw" -d rxe0 -x 0 -F -s 4096 -t 32 -n $PT_ITERS -p $PT_PORT 127.0.0.1 \
 			>"$DIR/b.pt_$t.out" 2>&1
 		echo $? >"$DIR/b.pt_$t.rc"
+		[ "$(cat "$DIR/b.pt_$t.rc")" = 0 ] || netdiag "pt_$t.failed"
 		wait
 	done
 
-	if [ "$URING" = uring ]; then
-		await "$DIR/a.crash.listening" 300 || fail "b: a's crash server is not listening"
-		netdiag crash.start
-		blk crash_w --phase write --rw randwrite --gen 7 --bs 4k --size 4M
-		blk_bg crash --rw randrw --bs 4k --iodepth 32 --offset 4M --size 4M --time 20 \
-			--verify --reconnect 120
-		touch "$DIR/b.crash.running"
-		await "$DIR/a.crash.restarted" 300 || fail "b: a's server did not restart"
-		wait "$BG_PID"
-		netdiag crash.client_done
-		if [ "$(cat "$DIR/b.crash.rc")" != 0 ]; then
-			# the oracle, as after the flap: can rdma-core's own rping connect?
-			timeout 60 rping -c -a "$PC_PAIR_PEER_ADDR" -p 7472 -C 3 \
-				>"$DIR/b.crash_rping.out" 2>&1
-			echo $? >"$DIR/b.crash_rping.rc"
-			netdiag crash.failed
-			[ "$(cat "$DIR/b.crash_rping.rc")" = 0 ] || touch "$DIR/b.wire_broken"
-		fi
-		# a wire that cannot connect fails the check too: it would say nothing new
-		[ -e "$DIR/b.wire_broken" ] || blk crash_c --phase check --gen 7 --bs 4k --size 4M
-		touch "$DIR/b.crash.done"
-	fi
+	nvmf_side_b
 
 	await "$DIR/a.flap.listening" 300 || fail "b: a's flap server is not listening"
 	if [ -e "$DIR/b.wire_broken" ]; then
-		# nothing can connect across the wire since the crash phase: no flap to test
+		# nothing can connect across the wire since the nvcrash phase: no flap to test
 		touch "$DIR/b.flap.done"
 		return 0
 	fi
@@ -334,8 +308,8 @@ side_b() {
 }
 
 if [ "${1:-}" = --side ]; then
-	DIR=$2 ECHO=$3 BLK=$4 URING=$5 ROLE=${PC_PAIR_ROLE:?run by tools/rxe-vm --pair}
-	RELAY=$(dirname "$(readlink -f "$0")")/oob_relay.py
+	DIR=$2 ECHO=$3 BLK=$4 NVMF=$5 URING=$6 ROLE=${PC_PAIR_ROLE:?run by tools/rxe-vm --pair}
+	RELAY=$HERE/oob_relay.py
 	PEER=$([ "$ROLE" = a ] && echo b || echo a)
 	[ -d "$HWC" ] || fail "$ROLE: no $HWC"
 	# the other side stops waiting as soon as this one has failed
@@ -345,10 +319,11 @@ if [ "${1:-}" = --side ]; then
 fi
 
 # --- on the host ------------------------------------------------------------------------
-USAGE="usage: test_twohost.sh path/to/pollcore-echo path/to/pollcore-blk uring|no-uring"
+USAGE="usage: test_twohost.sh path/to/pollcore-echo path/to/pollcore-blk path/to/pollcore-nvmf uring|no-uring"
 ECHO=$(readlink -f "${1:?$USAGE}")
 BLK=$(readlink -f "${2:?$USAGE}")
-URING=${3:?$USAGE}
+NVMF=$(readlink -f "${3:?$USAGE}")
+URING=${4:?$USAGE}
 if [ "${PC_IN_VM:-}" = 1 ]; then
 	echo "SKIP: the twohost suite runs on the host (it boots its own pair of VMs)"
 	exit 77
@@ -357,7 +332,8 @@ SELF=$(readlink -f "$0")
 RXE_VM=$(dirname "$SELF")/../tools/rxe-vm
 [ -x "$ECHO" ] || fail "$ECHO is not an executable"
 [ -x "$BLK" ] || fail "$BLK is not an executable"
-for t in ib_write_bw ib_read_bw python3; do
+[ -x "$NVMF" ] || fail "$NVMF is not an executable"
+for t in ib_write_bw ib_read_bw python3 nvme fio jq; do
 	command -v $t >/dev/null || fail "no $t (tools/setup installs it)"
 done
 # on the host's filesystem, which both VMs mount (not TMPDIR: it may be a tmpfs under /dev)
@@ -371,7 +347,7 @@ fi
 
 show() {
 	local f
-	for f in "$DIR"/*.out "$DIR"/*.err "$DIR"/*.qdisc "$DIR"/*.link; do
+	for f in "$DIR"/*.out "$DIR"/*.err "$DIR"/*.qdisc "$DIR"/*.link "$DIR"/b.nvmf/*.out; do
 		[ -s "$f" ] && { echo "--- ${f##*/}"; tail -n 40 "$f"; }
 	done
 	# the wire as each VM saw it (netdiag), whole
@@ -379,11 +355,12 @@ show() {
 		[ -s "$f" ] && { echo "--- ${f##*/}"; cat "$f"; }
 	done
 }
-side_cmd() { printf '%q --side %q %q %q %q' "$SELF" "$DIR" "$ECHO" "$BLK" "$URING"; }
+side_cmd() { printf '%q --side %q %q %q %q %q' "$SELF" "$DIR" "$ECHO" "$BLK" "$NVMF" "$URING"; }
 
 echo "== tools/rxe-vm --pair: servers on a, clients on b"
 start=$SECONDS
-"$RXE_VM" --pair --timeout 2400 -- "$(side_cmd)" "$(side_cmd)"
+# nvme-rdma: b's initiator (a loads it too, unused; pollcore-nvmf needs no module)
+"$RXE_VM" --pair --timeout 2400 --modules nvme-rdma -- "$(side_cmd)" "$(side_cmd)"
 rc=$?
 echo "== the pair ran for $((SECONDS - start)) s; host load average $(cut -d' ' -f1-3 /proc/loadavg)"
 [ "$rc" = 0 ] || { show; fail "tools/rxe-vm --pair exited $rc"; }
@@ -471,8 +448,6 @@ srv_ok() {
 }
 line() { grep "^$2 " "$DIR/b.$1.out" | tr -s ' '; }
 
-blk_ok blk_read
-blk_ok blk_write
 blk_verified blk_clean
 blk_verified blk_netem
 srv_ok blk
@@ -504,43 +479,6 @@ else
 	echo "ok: blk: randrw --verify clean and under netem (dropped $dropped, b's retry counters +$retries): 0 mismatches; the server counted no failed transfer"
 fi
 
-if [ "$URING" != uring ]; then
-	echo "SKIP (part): crash: pollcore-blk was built without liburing (no file backend)"
-else
-blk_ok crash_w
-grep -q 'blocks of generation 7 written .* FLUSH acknowledged' "$DIR/b.crash_w.out" ||
-	fail "crash: --phase write did not report the FLUSH"
-srv_ok crash
-if [ -e "$DIR/b.wire_broken" ]; then
-	# What this test cannot promise: that rxe and the virtual wire still connect
-	# after a server was killed with transfers in flight (issue 21: every
-	# connect from b ended in ADDR_ERROR -110 for 120 s). What it still checks:
-	# the client gave up for want of a connection only, read nothing wrong, and
-	# rdma-core's rping could not connect either; netdiag shows why.
-	grep -q MISMATCH "$DIR/b.crash.err" && { show; fail "crash: the client read wrong data"; }
-	grep -q 'no connection within 120 s' "$DIR/b.crash.err" ||
-		{ show; fail "crash: the client failed, and not for want of a new connection"; }
-	for f in "$DIR"/b.crash.failed.net "$DIR"/a.crash.done.net; do
-		[ -s "$f" ] && { echo "--- ${f##*/}"; cat "$f"; }
-	done
-	echo "--- b.crash_rping.out"; tail -n 5 "$DIR/b.crash_rping.out"
-	echo "ok (wire limit): crash: after a's server was SIGKILLed mid-write and restarted," \
-		"neither pollcore-blk (120 s) nor rping (60 s) could connect from b: the wire or rxe," \
-		"not pollcore (see netdiag above); every block read before was right; the flushed" \
-		"region could not be read back, and the flap phase is skipped"
-else
-	blk_verified crash
-	# 0 would mean the client never saw its server die: the kill came after
-	# its 20 s, or a dead server's QP went unnoticed (keepalive's job)
-	grep -Eq '^reconnect +1 reconnects' "$DIR/b.crash.out" ||
-		{ show; fail "crash: not exactly one reconnect: $(line crash reconnect)"; }
-	blk_ok crash_c
-	grep -q 'phase check: 0 mismatches in 1024 blocks of generation 7' "$DIR/b.crash_c.out" ||
-		fail "crash: the flushed region changed: $(cat "$DIR/b.crash_c.out")"
-	echo "ok: crash: SIGKILL mid-write, restart on the same file: $(line crash reconnect | cut -d' ' -f2-); the flushed 1024 blocks of generation 7 read back"
-fi
-fi
-
 # --- perftest across the same wire ---------------------------------------------------------
 # pt_row T: perftest's result row at 4096 bytes: bytes iters peak avg(MB/s) rate(Mpps)
 pt_row() { awk '$1 == 4096 && $2 ~ /^[0-9]+$/ {print; exit}' "$DIR/b.pt_$1.out"; }
@@ -552,10 +490,13 @@ for t in write read; do
 	fi
 done
 
+# --- NVMe-oF: pollcore-nvmf on a, the kernel's initiator on b (tests/twohost_nvmf.sh) -------
+nvmf_check
+
 # --- the flap (last: on rxe it may leave the device unable to connect) ---------------------
 srv_ok flap
 if [ -e "$DIR/b.wire_broken" ]; then
-	echo "SKIP (part): flap: nothing could connect across the wire since the crash phase"
+	echo "SKIP (part): flap: nothing could connect across the wire since the nvcrash phase"
 else
 [ -s "$DIR/b.flap.link" ] || { show; fail "flap: eth0 never went down (the client ended before 3 s?)"; }
 grep -q MISMATCH "$DIR/b.flap.err" && { show; fail "flap: the client read wrong data"; }
@@ -595,10 +536,10 @@ ptfig() { # T: IOPS MiB/s from perftest's average bandwidth (MB/s: 2^20 bytes)
 }
 echo "figures, 4 KiB, across the wire (compare within this run):"
 printf '    %-44s %8s %8s %8s %8s\n' "" IOPS MiB/s "p50 ms" "p99 ms"
-printf '    %-44s %s\n' "pollcore-blk randread  (iodepth 32)" "$(blkfig blk_read)"
-printf '    %-44s %s\n' "ib_read_bw -s 4096 -t 32" "$(ptfig read)"
-printf '    %-44s %s\n' "pollcore-blk randwrite (iodepth 32)" "$(blkfig blk_write)"
+printf '    %-44s %s\n' "pollcore-nvmf randread  (fio, iodepth 32)" "$(nv_fig randread)"
 printf '    %-44s %s\n' "ib_write_bw -s 4096 -t 32" "$(ptfig write)"
+printf '    %-44s %s\n' "pollcore-nvmf randwrite (fio, iodepth 32)" "$(nv_fig randwrite)"
+printf '    %-44s %s\n' "ib_read_bw -s 4096 -t 32" "$(ptfig read)"
 printf '    %-44s %s\n' "pollcore-blk randrw --verify" "$(blkfig blk_clean)"
 printf '    %-44s %s\n' "pollcore-blk randrw --verify, netem" "$(blkfig blk_netem)"
 [ "$(rc_of "$DIR/b.flap.rc")" != 0 ] || [ -e "$DIR/b.wire_broken" ] ||
