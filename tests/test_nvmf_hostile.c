@@ -10,6 +10,9 @@
  *    LBA Out of Range; a transfer beyond MDTS: Invalid Field; all with DNR;
  *  - a capsule longer than the in-capsule size advertised: its own
  *    connection closes, and the controller's other queue still answers;
+ *  - another host's controller: a queue Connect naming it from another
+ *    host NQN is refused, and the good host's queue and blocks (read back
+ *    through a keyed SGL) are untouched by the hostile host's campaign;
  *  - a host that goes silent after asking for a 1 s keep-alive timeout:
  *    its controller expires and its queue is closed (the target says so).
  * Every check names the exact status. Runs inside tools/rxe-vm.
@@ -18,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +45,7 @@ static pid_t tgt_pid;
 struct host {
 	struct fpeer p;
 	struct nvme_cqe last;
+	const char *hostnqn;	/* its Connect's; T_HOSTNQN unless set after host_connect() */
 };
 
 static void on_cqe(struct fpeer *p, const uint8_t *d, uint32_t len)
@@ -62,6 +67,8 @@ static void host_connect(struct host *h, uint16_t qid)
 
 	memset(h, 0, sizeof(*h));
 	h->p.on_recv = on_cqe;
+	h->hostnqn = T_HOSTNQN;
+	o.remote_write = true; /* reads land in a receive slot, past its CQE (good_read()) */
 	ret = fpeer_connect(&h->p, pc_test_addr(), PORT, &o);
 	ck_assert_msg(ret == 0, "connect queue %u: %s (%d)", qid, h->p.why, ret);
 }
@@ -103,7 +110,7 @@ static uint16_t status_of(struct host *h, const struct nvme_sqe *s, const void *
 static uint16_t connect_cmd(struct host *h, uint16_t qid, uint16_t cntlid, uint32_t kato,
 			    uint16_t *out)
 {
-	struct nvmf_connect_data d = t_connect_data(cntlid, T_SUBNQN, T_HOSTNQN);
+	struct nvmf_connect_data d = t_connect_data(cntlid, T_SUBNQN, h->hostnqn);
 	struct nvme_sqe s = t_connect_sqe(qid, QDEPTH - 1, kato);
 	uint16_t st;
 
@@ -114,18 +121,25 @@ static uint16_t connect_cmd(struct host *h, uint16_t qid, uint16_t cntlid, uint3
 	return st;
 }
 
-/* An admin queue of a new, enabled controller. */
-static uint16_t admin_ready(struct host *h, uint32_t kato)
+/* An admin queue of a new, enabled controller, for @hostnqn (NULL: T_HOSTNQN). */
+static uint16_t admin_ready_as(struct host *h, uint32_t kato, const char *hostnqn)
 {
 	struct nvme_sqe s = t_prop(NVMF_FCT_PROP_SET, NVME_REG_CC, NVMF_PROP_SIZE_4,
 				   NVME_CC_EN | NVME_CC_IOSQES_NVM << 16 | NVME_CC_IOCQES_NVM << 20);
 	uint16_t cntlid = 0;
 
 	host_connect(h, 0);
+	if (hostnqn)
+		h->hostnqn = hostnqn;
 	ck_assert_uint_eq(connect_cmd(h, 0, NVME_CNTLID_DYNAMIC, kato, &cntlid), NVME_SC_SUCCESS);
 	ck_assert_uint_ne(cntlid, 0);
 	ck_assert_uint_eq(status_of(h, &s, NULL, 0), NVME_SC_SUCCESS);
 	return cntlid;
+}
+
+static uint16_t admin_ready(struct host *h, uint32_t kato)
+{
+	return admin_ready_as(h, kato, NULL);
 }
 
 static struct nvme_sqe rw_sqe(uint8_t opc, uint16_t cid, uint64_t slba, uint32_t nlb)
@@ -217,6 +231,84 @@ START_TEST(test_capsule_too_long)
 	ck_assert_uint_eq(status_of(&adm, &s, NULL, 0), NVME_SC_SUCCESS);
 	fpeer_destroy(&io.p);
 	fpeer_destroy(&adm.p);
+}
+END_TEST
+
+/*
+ * A Read of @nlb blocks at @slba into receive slot 0 of @h, past the 64
+ * bytes where CQEs land (slots are 64 + ICD + 64 bytes): a keyed SGL on
+ * the slots' MR, which host_connect() opened to REMOTE_WRITE. Return: the
+ * status; the bytes are at *@out.
+ */
+static uint16_t good_read(struct host *h, uint16_t cid, uint64_t slba, uint32_t nlb,
+			  const uint8_t **out)
+{
+	struct nvme_sqe s = rw_sqe(NVME_IO_READ, cid, slba, nlb);
+	uint8_t *dst = h->p.mem + 64;
+
+	memset(dst, 0, (size_t)nlb * 512);
+	nvme_sgl_set_keyed(&s.dptr, (uint64_t)(uintptr_t)dst, nlb * 512, h->p.mr->rkey,
+			   NVME_SGL_SUB_ADDRESS);
+	*out = dst;
+	return status_of(h, &s, NULL, 0);
+}
+
+/*
+ * Another host's controller, queues and data are not the hostile host's to
+ * touch: an I/O queue Connect naming the good host's controller from
+ * another host NQN is refused (Connect Invalid Parameters at the cntlid),
+ * and the hostile host's bad commands and over-long capsule leave the good
+ * host's queue serving and its blocks as it wrote them.
+ */
+START_TEST(test_other_host_unaffected)
+{
+	static const char good_nqn[] = "nqn.2014-08.org.nvmexpress:uuid:host-good";
+	struct host gadm, gio, hadm, hio, hsteal;
+	static uint8_t data[ICD], cap[64 + ICD + 16];
+	const uint8_t *got;
+	uint16_t gid, hid;
+	struct nvme_sqe s;
+
+	gid = admin_ready_as(&gadm, 0, good_nqn);
+	host_connect(&gio, 1);
+	gio.hostnqn = good_nqn;
+	ck_assert_uint_eq(connect_cmd(&gio, 1, gid, 0, NULL), NVME_SC_SUCCESS);
+	for (unsigned int i = 0; i < ICD; i++)
+		data[i] = (uint8_t)(i * 7 + 1);
+	s = rw_sqe(NVME_IO_WRITE, 1, 64, ICD / 512);
+	t_incapsule(&s, 0, ICD);
+	ck_assert_uint_eq(status_of(&gio, &s, data, ICD), NVME_SC_SUCCESS);
+	ck_assert_uint_eq(good_read(&gio, 2, 64, ICD / 512, &got), NVME_SC_SUCCESS);
+	ck_assert_int_eq(memcmp(got, data, ICD), 0);
+
+	/* the hostile host: its own controller, then a queue on the good one's */
+	hid = admin_ready(&hadm, 0);
+	ck_assert_uint_ne(hid, gid);
+	host_connect(&hsteal, 1);
+	ck_assert_uint_eq(connect_cmd(&hsteal, 1, gid, 0, NULL), NVME_SC_CONNECT_INVALID | NVME_DNR);
+	ck_assert_uint_eq(hsteal.last.result & 0xffffffffu,
+			  NVMF_IPO_DATA(offsetof(struct nvmf_connect_data, cntlid)));
+	fpeer_destroy(&hsteal.p);
+	host_connect(&hio, 1);
+	ck_assert_uint_eq(connect_cmd(&hio, 1, hid, 0, NULL), NVME_SC_SUCCESS);
+	s = rw_sqe(NVME_IO_WRITE, 3, NS_BYTES / 512 - 1, 2);
+	ck_assert_uint_eq(status_of(&hio, &s, NULL, 0), NVME_SC_LBA_RANGE | NVME_DNR);
+	s = rw_sqe(NVME_IO_READ, 4, 64, 512); /* beyond MDTS */
+	ck_assert_uint_eq(status_of(&hio, &s, NULL, 0), NVME_SC_INVALID_FIELD | NVME_DNR);
+	s = rw_sqe(NVME_IO_WRITE, 5, 64, (ICD + 512) / 512);
+	t_incapsule(&s, 0, ICD + 16);
+	memcpy(cap, &s, sizeof(s));
+	ck_assert_int_eq(host_cmd(&hio, cap, sizeof(cap)), -ENOTCONN);
+
+	/* the good host's queue still serves, and its blocks are as it wrote them */
+	ck_assert_uint_eq(good_read(&gio, 6, 64, ICD / 512, &got), NVME_SC_SUCCESS);
+	ck_assert_int_eq(memcmp(got, data, ICD), 0);
+	s = t_sqe(NVME_ADM_KEEP_ALIVE, 7);
+	ck_assert_uint_eq(status_of(&gadm, &s, NULL, 0), NVME_SC_SUCCESS);
+	fpeer_destroy(&hio.p);
+	fpeer_destroy(&hadm.p);
+	fpeer_destroy(&gio.p);
+	fpeer_destroy(&gadm.p);
 }
 END_TEST
 
@@ -320,6 +412,7 @@ int main(int argc, char **argv)
 	tcase_add_test(tc, test_connect_wrong_qid);
 	tcase_add_test(tc, test_bad_commands);
 	tcase_add_test(tc, test_capsule_too_long);
+	tcase_add_test(tc, test_other_host_unaffected);
 	tcase_add_test(tc, test_keepalive_expiry);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
