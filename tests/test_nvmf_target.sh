@@ -14,7 +14,7 @@
 #    and nvme id-ctrl / id-ns report the model, serial, NQN, MDTS, block
 #    size and namespace size configured;
 #  - fio writes at random and reads back with crc32c verification, 512 B,
-#    4 KiB and 128 KiB at iodepths 1 and 32 (RAM), 4 KiB at 32 and 128 KiB
+#    4 KiB and 128 KiB at iodepths 1 and 32, 4 KiB at 128 (RAM), 4 KiB at 32 and 128 KiB
 #    at 1 (file), every byte checked and counted; then two jobs at once;
 #  - nvme flush succeeds; blkdiscard (deallocate) and blkdiscard -z (Write
 #    Zeroes) leave exactly their ranges reading as zeroes, the bytes around
@@ -169,8 +169,8 @@ serve() {
 
 	if [ "$what" = ram ]; then
 		nvmf_fio_verify "$NVMF_DEV" "512 1 256" "512 32 1024" "4096 1 128" "4096 32 512" \
-			"131072 1 8" "131072 32 64"
-		ok "$what: fio crc32c verify, 512 B / 4 KiB / 128 KiB at iodepth 1 and 32, every byte counted"
+			"4096 128 2048" "131072 1 8" "131072 32 64"
+		ok "$what: fio crc32c verify, 512 B / 4 KiB / 128 KiB at iodepth 1 and 32, and 4 KiB at 128 (the host's whole queue), every byte counted"
 	else
 		nvmf_fio_verify "$NVMF_DEV" "4096 32 512" "131072 1 8"
 		ok "$what: fio crc32c verify, 4 KiB at iodepth 32 and 128 KiB at iodepth 1, every byte counted"
