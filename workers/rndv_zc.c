@@ -90,6 +90,21 @@ static int zc_check(struct pc_worker *w, const struct conn *c, const struct ibv_
 	return 0;
 }
 
+/* A popped entry takes the application's buffer (sending or receiving). */
+static void zc_fill(struct lmsg *lm, void *addr, void *mr, pc_release_fn released, void *arg,
+		    uint64_t len)
+{
+	lm->zc_addr = addr;
+	lm->zc_mr = mr;
+	lm->zc_released = released;
+	lm->zc_arg = arg;
+	lm->zc_ok = false;
+	lm->zc_status = 0;
+	lm->size = len;
+	lm->tx_counted = false;
+	lm->m.call_done = NULL;
+}
+
 struct pc_msg *pc_msg_wrap(struct pc_conn *pconn, void *mem, void *addr, size_t len,
 			   pc_release_fn released, void *arg)
 {
@@ -100,11 +115,8 @@ struct pc_msg *pc_msg_wrap(struct pc_conn *pconn, void *mem, void *addr, size_t 
 	uint64_t peer;
 	int ret;
 
-	if (pc_unlikely(__atomic_load_n(&c->state, __ATOMIC_RELAXED) >= CONN_DRAINING)) {
-		ret = set_error(-ENOTCONN, "%s qp 0x%x: pc_msg_wrap on a closed connection",
-				c->devname, c->qpn);
-		goto err;
-	}
+	if (pc_unlikely(__atomic_load_n(&c->state, __ATOMIC_RELAXED) >= CONN_DRAINING))
+		goto closed;
 	ret = zc_check(w, c, mem, addr, len);
 	if (ret)
 		goto err;
@@ -133,21 +145,14 @@ struct pc_msg *pc_msg_wrap(struct pc_conn *pconn, void *mem, void *addr, size_t 
 		c->refs_w++;
 	} else if (!conn_ref_app(c)) {
 		rndv_zc_push(rv, lm);
-		ret = set_error(-ENOTCONN, "%s qp 0x%x: pc_msg_wrap on a closed connection",
-				c->devname, c->qpn);
-		goto err;
+		goto closed;
 	}
-	lm->zc_addr = addr;
-	lm->zc_mr = mem;
-	lm->zc_released = released;
-	lm->zc_arg = arg;
-	lm->zc_ok = false;
-	lm->zc_status = 0;
-	lm->size = len;
-	lm->tx_counted = false;
-	lm->m.call_done = NULL;
+	zc_fill(lm, addr, mem, released, arg, len);
 	return lm_to_send(lm, c, addr, (uint32_t)len, (uint32_t)len);
 
+closed:
+	ret = set_error(-ENOTCONN, "%s qp 0x%x: pc_msg_wrap on a closed connection", c->devname,
+			c->qpn);
 err:
 	errno = -ret;
 	return NULL;
@@ -157,7 +162,7 @@ err:
  * on_large: the application's buffer for the descriptor @d, in an entry
  * ready for start_read(); NULL to read into the pool (declined, no entry
  * free, or an answer out of range: that one's released() runs now with
- * -EINVAL, pc_last_error() saying why).
+ * zc_check()'s errno, pc_last_error() saying why).
  */
 struct lmsg *rndv_zc_recv(struct pc_worker *w, struct conn *c, const struct wire_rndv *d,
 			  uint64_t req_id)
@@ -181,16 +186,8 @@ struct lmsg *rndv_zc_recv(struct pc_worker *w, struct conn *c, const struct wire
 			b.released(b.arg, ret);
 		return NULL;
 	}
-	lm->zc_addr = b.addr;
-	lm->zc_mr = b.mem;
-	lm->zc_released = b.released;
-	lm->zc_arg = b.arg;
-	lm->zc_ok = false;
-	lm->zc_status = 0;
-	lm->size = d->len;
-	lm->tx_counted = false;
+	zc_fill(lm, b.addr, b.mem, b.released, b.arg, d->len);
 	lm->rx_counted = false;
-	lm->m.call_done = NULL;
 	lm->m.origin = NULL;
 	return lm;
 }
