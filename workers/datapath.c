@@ -43,15 +43,6 @@ struct conn *dp_conn_lookup(struct pc_worker *w, uint32_t qpn)
 	return c;
 }
 
-void dp_mark_dirty(struct pc_worker *w, struct conn *c)
-{
-	if (c->dirty)
-		return;
-	c->dirty = true;
-	c->dirty_next = w->dirty;
-	w->dirty = c;
-}
-
 /* --- messages ------------------------------------------------------------------ */
 
 /* Sends that were accepted (0 returned) and will not be delivered: counted, never silent. */
@@ -324,9 +315,99 @@ static bool response_matches(struct pc_worker *w, struct conn *c, uint64_t req_i
 	return true;
 }
 
-static void dp_recv(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
+/* A receive that completed in error (a flush, or a message too long, ...). */
+static pc_cold void recv_failed(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m,
+				struct conn *c)
 {
-	const struct pc_engine_params *p = w->p;
+	wstats_wc(&w->ws, wc->status);
+	/* flushes are how a closing QP ends, not errors */
+	if (wc->status != IBV_WC_WR_FLUSH_ERR)
+		STAT_ADD(w->st.wc_errors, 1);
+	pc_pool_put(rx_pool(w, m), m->buf);
+	if (c && wc->status != IBV_WC_WR_FLUSH_ERR) {
+		char what[96] = "RECV";
+
+		/* rxe reports a message longer than the receive as LOC_QP_OP_ERR */
+		if (wc->status == IBV_WC_LOC_LEN_ERR || wc->status == IBV_WC_LOC_QP_OP_ERR)
+			snprintf(what, sizeof(what), "RECV (message too long? at most %u bytes "
+				 "are accepted)", c->raw ? c->rq_size : w->p->msg_size + HDR);
+		drain_fail(w, c, pc_wc_error(w->dev, wc, what));
+	}
+}
+
+/* A message a peer should never have sent: @c closes, @m goes back. */
+/* @overran: well formed, but beyond the credits granted */
+static pc_cold void recv_refused(struct pc_worker *w, struct conn *c, struct msg *m, uint32_t len,
+				 bool overran)
+{
+	const struct wire_hdr *raw = m->buf->addr;
+
+	if (overran)
+		set_error(-EPROTO, "%s port %u qp 0x%x: peer sent beyond its credits (%llu granted); closing",
+			  w->dev->name, w->dev->port, c->qpn, (unsigned long long)c->granted);
+	else
+		set_error(-EPROTO,
+			  "%s port %u qp 0x%x: malformed message from peer (%u bytes, magic 0x%x, type %u); closing",
+			  w->dev->name, w->dev->port, c->qpn, len, len >= 2 ? raw->magic : 0,
+			  len >= 3 ? raw->type : 0);
+	/*
+	 * Beyond its credits, it took a posted buffer nobody was promised: its
+	 * credit is not counted used, and the buffer goes straight back to the SRQ.
+	 */
+	dp_msg_release(w, m);
+	drain_fail(w, c, -EPROTO);
+	if (overran)
+		dp_refill_srq(w, false);
+}
+
+/* A credited receive: the credit it used, and the grant its header carries. */
+static pc_always_inline void recv_credit(struct pc_worker *w, struct conn *c, uint16_t grant)
+{
+	/* a closing conn's kept credits go one by one (dp_credited_leave()) */
+	if (pc_likely(c->state < CONN_DRAINING)) {
+		uint32_t o = conn_outstanding(c);
+
+		/* o >= 1: recv_credited < granted */
+		w->floor_deficit += credit_used_short(o, w->p->min_window);
+		w->credits_out--;
+		credits_publish(w);
+		/* a credit used earns one more: its window grows with use, at once */
+		if (c->allow < c->window) {
+			c->allow++;
+			if (c->state == CONN_UP) {
+				c->grant_pending++;
+				dp_mark_dirty(w, c);
+			}
+		}
+		/* a grant waits for a carrier: the peer's view just shrank (grant_due()) */
+		if (c->grant_waiting)
+			dp_mark_dirty(w, c);
+	} else {
+		credits_drain_used(w, c);	/* a credit dp_credited_leave() kept */
+	}
+	c->recv_credited++;
+	credits_take(c, wire_grant_expand(c->peer_grant_seen, grant));
+}
+
+/* A received message before its conn is UP, or of one closing that never was. */
+static pc_cold void recv_early(struct pc_worker *w, struct conn *c, struct msg *m)
+{
+	if (c->state == CONN_ATTACHED) {
+		/*
+		 * A passive side may receive before its UP: held back until
+		 * on_conn(UP) has run, so the application never sees a message
+		 * of a conn that gets no DOWN (one that never comes up).
+		 */
+		m->ctx.next = NULL;
+		*(c->early_head ? c->early_tail : &c->early_head) = &m->ctx;
+		c->early_tail = &m->ctx.next;
+		return;
+	}
+	dp_msg_release(w, m);
+}
+
+static pc_always_inline void recv_one(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
+{
 	struct conn *c = dp_conn_of_qpn(w, wc->qp_num);
 	struct wire_hdr h;
 	uint32_t len = wc->byte_len;
@@ -340,20 +421,7 @@ static void dp_recv(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
 		m->in_srq = 0;
 	}
 	if (pc_unlikely(wc->status != IBV_WC_SUCCESS)) {
-		wstats_wc(&w->ws, wc->status);
-		/* flushes are how a closing QP ends, not errors */
-		if (wc->status != IBV_WC_WR_FLUSH_ERR)
-			STAT_ADD(w->st.wc_errors, 1);
-		pc_pool_put(rx_pool(w, m), m->buf);
-		if (c && wc->status != IBV_WC_WR_FLUSH_ERR) {
-			char what[96] = "RECV";
-
-			/* rxe reports a message longer than the receive as LOC_QP_OP_ERR */
-			if (wc->status == IBV_WC_LOC_LEN_ERR || wc->status == IBV_WC_LOC_QP_OP_ERR)
-				snprintf(what, sizeof(what), "RECV (message too long? at most %u bytes "
-					 "are accepted)", c->raw ? c->rq_size : p->msg_size + HDR);
-			drain_fail(w, c, pc_wc_error(w->dev, wc, what));
-		}
+		recv_failed(w, wc, m, c);
 		return;
 	}
 	if (pc_unlikely(!c || c->state >= CONN_DRAINED)) {
@@ -365,61 +433,24 @@ static void dp_recv(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
 	STAT_ADD(c->held, 1);
 	CONN_GAUGE_SET(c, held);
 	STAT_ADD(w->st.rx_held, 1);
-	msg_bind(m, c);
+	/* msg_bind(), with what is known here */
+	m->pub.conn = (struct pc_conn *)c;
+	m->pub.cap = w->p->msg_size;
 	m->pub.user = NULL;
 	if (c->raw) {
+		m->pub.data = m->buf->addr;
 		m->pub.len = len;
 		m->pub.type = PC_MSG_ONEWAY;
 		m->pub.req_id = 0;
 	} else {
-		if (pc_unlikely(wire_hdr_parse(m->buf->addr, len, &h))) {
-			const struct wire_hdr *raw = m->buf->addr;
+		int bad = wire_hdr_parse(m->buf->addr, len, &h);
 
-			set_error(-EPROTO,
-				     "%s port %u qp 0x%x: malformed message from peer (%u bytes, magic 0x%x, type %u); closing",
-				     w->dev->name, w->dev->port, c->qpn, len,
-				     len >= 2 ? raw->magic : 0, len >= 3 ? raw->type : 0);
-			dp_msg_release(w, m);
-			drain_fail(w, c, -EPROTO);
+		if (pc_unlikely(bad || c->recv_credited >= c->granted)) {
+			recv_refused(w, c, m, len, !bad);
 			return;
 		}
-		if (pc_unlikely(c->recv_credited >= c->granted)) {
-			set_error(-EPROTO, "%s port %u qp 0x%x: peer sent beyond its credits (%llu granted); closing",
-				     w->dev->name, w->dev->port, c->qpn,
-				     (unsigned long long)c->granted);
-			/*
-			 * It took a posted buffer nobody was promised: its credit is not
-			 * counted used, and the buffer goes straight back to the SRQ.
-			 */
-			dp_msg_release(w, m);
-			drain_fail(w, c, -EPROTO);
-			dp_refill_srq(w, false);
-			return;
-		}
-		/* a closing conn's kept credits go one by one (dp_credited_leave()) */
-		if (pc_likely(c->state < CONN_DRAINING)) {
-			uint32_t o = conn_outstanding(c);
-
-			/* o >= 1: recv_credited < granted */
-			w->floor_deficit += credit_used_short(o, p->min_window);
-			w->credits_out--;
-			credits_publish(w);
-			/* a credit used earns one more: its window grows with use, at once */
-			if (c->allow < c->window) {
-				c->allow++;
-				if (c->state == CONN_UP) {
-					c->grant_pending++;
-					dp_mark_dirty(w, c);
-				}
-			}
-			/* a grant waits for a carrier: the peer's view just shrank (grant_due()) */
-			if (c->grant_waiting)
-				dp_mark_dirty(w, c);
-		} else {
-			credits_drain_used(w, c);	/* a credit dp_credited_leave() kept */
-		}
-		c->recv_credited++;
-		credits_take(c, wire_grant_expand(c->peer_grant_seen, h.grant));
+		recv_credit(w, c, h.grant);
+		m->pub.data = (char *)m->buf->addr + HDR;
 		/* a rendezvous descriptor or DONE: pollcore's own, never delivered */
 		if (pc_unlikely(h.type > WIRE_RESPONSE)) {
 			rndv_recv(w, c, m, &h);
@@ -439,19 +470,8 @@ static void dp_recv(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
 	STAT_ADD(w->st.rx_msgs, 1);
 	/* a descriptor before it not yet read: after that one (dp_rx_release()) */
 	m->rx_after = c->rv.rx_seq;
-	if (pc_unlikely(c->state == CONN_ATTACHED)) {
-		/*
-		 * A passive side may receive before its UP: held back until
-		 * on_conn(UP) has run, so the application never sees a message
-		 * of a conn that gets no DOWN (one that never comes up).
-		 */
-		m->ctx.next = NULL;
-		*(c->early_head ? c->early_tail : &c->early_head) = &m->ctx;
-		c->early_tail = &m->ctx.next;
-		return;
-	}
-	if (pc_unlikely(c->state == CONN_DRAINING && !c->was_up)) {
-		dp_msg_release(w, m);
+	if (pc_unlikely(c->state == CONN_ATTACHED || (c->state == CONN_DRAINING && !c->was_up))) {
+		recv_early(w, c, m);
 		return;
 	}
 	if (pc_unlikely(call != NULL))
@@ -459,7 +479,13 @@ static void dp_recv(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
 	else if (pc_unlikely(m->rx_after != c->rv.rx_dlv))
 		dp_rx_hold(c, m);
 	else
-		deliver(w, p, c, m);
+		deliver(w, w->p, c, m);
+}
+
+/* Receives the fast path of dp_complete() does not take (errors, raw peers' queues). */
+static pc_noinline void dp_recv(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
+{
+	recv_one(w, wc, m);
 }
 
 /*
@@ -563,34 +589,33 @@ struct retire_arg {
 	int err;
 };
 
-static void sq_done(void *arg, void *vctx, bool failed)
+/* A send-queue WR retired: @failed (with @err) or not, a constant where inlined. */
+static pc_always_inline void wr_done(struct pc_worker *w, struct wr_ctx *ctx, bool failed, int err)
 {
-	struct retire_arg *ra = arg;
-	struct wr_ctx *ctx = vctx;
 	struct pc_op *op;
 
 	/* the drain marker's CQE is reserved per connection, not taken from the send room */
 	if (ctx->kind != WR_MARKER)
-		ra->w->sq_wrs--;
+		w->sq_wrs--;
 	switch (ctx->kind) {
 	case WR_MSG: {
 		struct msg *m = pc_container_of(ctx, struct msg, ctx);
 
 		/* flushed or failed: not known to have arrived */
 		if (failed)
-			dp_count_dropped(ra->w, ctx->conn, 1);
+			dp_count_dropped(w, ctx->conn, 1);
 		if (pc_unlikely(m->pool == POOL_LARGE))
-			rndv_msg_sent(ra->w, m, failed);
+			rndv_msg_sent(w, m, failed);
 		/* a call's request stays with its call until that ends */
 		if (pc_unlikely(m->call_done != NULL))
-			call_sent(ra->w, m);
+			call_sent(w, m);
 		else
-			dp_msg_release(ra->w, m);
+			dp_msg_release(w, m);
 		break;
 	}
 	case WR_OP:
 		op = op_of_ctx(ctx);
-		op->done(op, failed ? ra->err : 0);
+		op->done(op, failed ? err : 0);
 		break;
 	case WR_MARKER:
 		ctx->conn->marker_done = true;
@@ -599,11 +624,19 @@ static void sq_done(void *arg, void *vctx, bool failed)
 	case WR_RNDV_INV:
 	case WR_RNDV_READ:
 	case WR_RNDV_DONE:
-		rndv_sq_done(ra->w, ctx, failed);
+		rndv_sq_done(w, ctx, failed);
 		break;
 	default: /* WR_CREDIT: nothing to give back */
 		break;
 	}
+}
+
+/* sq_retire_to()'s callback */
+static void sq_done(void *arg, void *vctx, bool failed)
+{
+	const struct retire_arg *ra = arg;
+
+	wr_done(ra->w, vctx, failed, ra->err);
 }
 
 /* A WR of a chain that could not be posted: given back as failed with @err. */
@@ -672,36 +705,19 @@ static inline struct msg *recv_of(const struct pc_worker *w, uint64_t wr_id)
 	return m;
 }
 
-void dp_handle_wc(struct pc_worker *w, struct ibv_wc *wc)
+/*
+ * Completions the fast path of dp_complete() does not take: errors and
+ * flushes, receives on raw peers' queues, send completions that retire
+ * more than the oldest WR, strays.
+ */
+static pc_noinline void handle_wc_slow(struct pc_worker *w, struct ibv_wc *wc)
 {
 	struct wr_ctx *ctx = (struct wr_ctx *)(uintptr_t)wc->wr_id;
-	struct msg *rm;
+	struct msg *rm = recv_of(w, wc->wr_id);
 	struct conn *c;
 	uint32_t t;
 	int err = 0;
 
-	/*
-	 * A successful completion's opcode is valid, and its wr_id is one we
-	 * posted: a receive's is its message's rctx. Flushes and errors (no
-	 * opcode) are told apart by the address (recv_of()).
-	 */
-	if (pc_likely(wc->status == IBV_WC_SUCCESS)) {
-		if (wc->opcode & IBV_WC_RECV) {
-			dp_recv(w, wc, pc_container_of(ctx, struct msg, rctx));
-			return;
-		}
-		/* the usual send completion: the oldest WR of its queue, signaled */
-		c = dp_conn_of_qpn(w, wc->qp_num);
-		if (pc_likely(c && sq_retire_tail(&c->sq, ctx))) {
-			struct retire_arg ra = { w, 0 };
-
-			sq_done(&ra, ctx, false);
-			if (c->bl_head && c->state == CONN_UP)
-				dp_mark_dirty(w, c);
-			return;
-		}
-	}
-	rm = recv_of(w, wc->wr_id);
 	if (rm) {
 		dp_recv(w, wc, rm);
 		return;
@@ -731,4 +747,44 @@ void dp_handle_wc(struct pc_worker *w, struct ibv_wc *wc)
 	sq_complete_at(w, c, t, err);
 	if (pc_unlikely(err) && wc->status != IBV_WC_WR_FLUSH_ERR)
 		drain_fail(w, c, err);
+}
+
+/*
+ * One completion. A successful one's opcode is valid, and its wr_id is one
+ * we posted: a receive's is its message's rctx; the usual send completion
+ * is the oldest WR of its queue, signaled. Anything else (flushes and
+ * errors have no opcode) goes to handle_wc_slow(), which tells receives
+ * from sends by the address (recv_of()).
+ */
+static pc_always_inline void handle_wc(struct pc_worker *w, struct ibv_wc *wc)
+{
+	struct wr_ctx *ctx = (struct wr_ctx *)(uintptr_t)wc->wr_id;
+	struct conn *c;
+
+	if (pc_likely(wc->status == IBV_WC_SUCCESS)) {
+		if (wc->opcode & IBV_WC_RECV) {
+			recv_one(w, wc, pc_container_of(ctx, struct msg, rctx));
+			return;
+		}
+		c = dp_conn_of_qpn(w, wc->qp_num);
+		if (pc_likely(c && sq_retire_tail(&c->sq, ctx))) {
+			wr_done(w, ctx, false, 0);
+			if (c->bl_head && c->state == CONN_UP)
+				dp_mark_dirty(w, c);
+			return;
+		}
+	}
+	handle_wc_slow(w, wc);
+}
+
+void dp_complete(struct pc_worker *w, unsigned int n)
+{
+	unsigned int i;
+
+	PC_PROBE(poll_batch, n);
+	for (i = 0; i < n; i++)
+		handle_wc(w, &w->wc[i]);
+	/* the batch's clock (worker_now_batch()) is read afresh by the next one */
+	w->ws.now_batch = 0;
+	STAT_ADD(w->st.completions, (uint64_t)n);
 }

@@ -186,7 +186,8 @@ static inline void credits_grant(struct pc_worker *w, struct conn *c)
 }
 
 /*
- * How long a grant may wait for a message to carry it before it goes as an
+ * PC_GRANT_DELAY_DEFAULT_US (worker_pvt.h), grant_delay_us's default: how
+ * long a grant may wait for a message to carry it before it goes as an
  * RDMA WRITE of its own, while the peer still knows of half its window.
  * Nothing waits on it: a peer that falls below half gets its WRITE at once
  * (grant_due()), so it only bounds how stale a grant may get. It is long
@@ -196,12 +197,17 @@ static inline void credits_grant(struct pc_worker *w, struct conn *c)
  * one per interval: at 50 us, a 64-byte stream took a WRITE every 8
  * messages on rxe, with the peer never near a stall.
  */
-#define GRANT_DELAY_NS (1000ull * 1000)
 
-/* Whether the next send of @c can carry its grant (a message it will post now). */
-static inline bool grant_rides(struct conn *c, uint32_t space)
+/*
+ * Whether the next send of @c can carry its grant (a message it will post
+ * now). @avail: set to the credits it may spend, when read.
+ */
+static inline bool grant_rides(struct conn *c, uint32_t space, uint64_t *avail)
 {
-	return space && c->bl_head && c->bl_head->kind == WR_MSG && credits_avail(c);
+	if (!space || !c->bl_head || c->bl_head->kind != WR_MSG)
+		return false;
+	*avail = credits_avail(c);
+	return *avail != 0;
 }
 
 /*
@@ -238,7 +244,7 @@ static inline bool grant_urgent(const struct conn *c)
 /*
  * A grant no message carries goes by WRITE at once when it is urgent
  * (grant_urgent(): one-way traffic, or an application that held its
- * peer's buffers), else once it has waited GRANT_DELAY_NS.
+ * peer's buffers), else once it has waited grant_delay_us.
  */
 static inline bool grant_due(struct pc_worker *w, struct conn *c)
 {

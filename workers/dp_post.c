@@ -145,7 +145,20 @@ int dp_post(struct pc_worker *w, struct conn *c, struct ibv_send_wr *wr, struct 
 	return w->wr_ex ? post_wrs(c, wr, bad, true) : post_wrs(c, wr, bad, false);
 }
 
-static void post_chain(struct pc_worker *w, struct conn *c)
+/* The chain's post failed at @bad: what was not posted fails, and @c closes. */
+static pc_cold void post_failed(struct pc_worker *w, struct conn *c, int ret, struct ibv_send_wr *bad)
+{
+	struct wr_chain *ch = &w->chain;
+	uint32_t i = bad ? (uint32_t)(bad - ch->wr) : 0;
+
+	STAT_ADD(w->st.wrs_posted, i);
+	ret = set_error(pc_neg_errno(ret), "%s port %u qp 0x%x: ibv_post_send of %u WRs failed at %u: %s",
+			w->dev->name, w->dev->port, c->qpn, ch->n, i, strerror(abs(pc_neg_errno(ret))));
+	chain_fail(w, c, i, ret);
+	drain_fail(w, c, ret);
+}
+
+static pc_always_inline void post_chain(struct pc_worker *w, struct conn *c)
 {
 	struct wr_chain *ch = &w->chain;
 	struct ibv_send_wr *bad = NULL;
@@ -163,22 +176,21 @@ static void post_chain(struct pc_worker *w, struct conn *c)
 	ret = dp_post(w, c, ch->wr, &bad);
 	PC_PROBE(post_batch, c->qpn, ch->n);
 	STAT_ADD(w->st.doorbells, 1);
-	if (pc_likely(!ret)) {
+	if (pc_likely(!ret))
 		STAT_ADD(w->st.wrs_posted, ch->n);
-		return;
-	}
-	i = bad ? (uint32_t)(bad - ch->wr) : 0;
-	STAT_ADD(w->st.wrs_posted, i);
-	ret = set_error(pc_neg_errno(ret), "%s port %u qp 0x%x: ibv_post_send of %u WRs failed at %u: %s",
-			   w->dev->name, w->dev->port, c->qpn, ch->n, i, strerror(abs(pc_neg_errno(ret))));
-	chain_fail(w, c, i, ret);
-	drain_fail(w, c, ret);
+	else
+		post_failed(w, c, ret, bad);
 }
 
-/* Takes a credit for a message about to be added to @c's chain; false: none left (stalled). */
-static pc_always_inline bool credit_spend(struct pc_worker *w, struct conn *c, uint64_t granted)
+/*
+ * Takes a credit for a message about to be added to @c's chain; false: none
+ * left (stalled). @avail: the credits known to be left, read afresh at 0
+ * (a WRITE of the peer's may have brought more).
+ */
+static pc_always_inline bool credit_spend(struct pc_worker *w, struct conn *c, uint64_t granted,
+					  uint64_t *avail)
 {
-	if (!credits_avail(c)) {
+	if (!*avail && !(*avail = credits_avail(c))) {
 		/* counted once per episode, not per look */
 		if (!c->credit_stalled) {
 			PC_PROBE(credit_stall, c->qpn);
@@ -190,6 +202,7 @@ static pc_always_inline bool credit_spend(struct pc_worker *w, struct conn *c, u
 	}
 	c->credit_stalled = false;
 	c->sent_credited++;
+	(*avail)--;
 	if (c->granted_published != granted) {
 		c->granted_published = granted;
 		c->grant_due = 0;
@@ -199,7 +212,8 @@ static pc_always_inline bool credit_spend(struct pc_worker *w, struct conn *c, u
 }
 
 /* Adds @c's queued rendezvous WRs to the chain, in order, while they may go (rndv_pvt.h). */
-static void flush_rndv(struct pc_worker *w, struct conn *c, uint32_t space, uint64_t granted)
+static void flush_rndv(struct pc_worker *w, struct conn *c, uint32_t space, uint64_t granted,
+		       uint64_t *avail)
 {
 	struct wr_chain *ch = &w->chain;
 
@@ -208,7 +222,7 @@ static void flush_rndv(struct pc_worker *w, struct conn *c, uint32_t space, uint
 
 		/* a DONE is credited; a READ waits for the QP's initiator depth */
 		if (!rndv_ready(w, c, ctx, space - ch->n) ||
-		    (ctx->kind == WR_RNDV_DONE && !credit_spend(w, c, granted)))
+		    (ctx->kind == WR_RNDV_DONE && !credit_spend(w, c, granted, avail)))
 			break;
 		rndv_add(w, c, ctx);
 		c->rv.q_head = ctx->next;
@@ -226,11 +240,12 @@ static void flush_rndv(struct pc_worker *w, struct conn *c, uint32_t space, uint
 void dp_flush_rndv_now(struct pc_worker *w, struct conn *c)
 {
 	struct wr_chain *ch = &w->chain;
+	uint64_t avail = 0;
 
 	if (c->state != CONN_UP)
 		return;
 	chain_reset(ch);
-	flush_rndv(w, c, PC_MIN(sq_space(&c->sq), cq_send_space(w)), c->granted);
+	flush_rndv(w, c, PC_MIN(sq_space(&c->sq), cq_send_space(w)), c->granted, &avail);
 	if (ch->n)
 		post_chain(w, c);
 }
@@ -241,7 +256,7 @@ static void flush_conn(struct pc_worker *w, struct conn *c)
 	struct wr_chain *ch = &w->chain;
 	/* within its send queue, and within the room the CQ has for send completions */
 	uint32_t space = PC_MIN(sq_space(&c->sq), cq_send_space(w));
-	uint64_t granted;
+	uint64_t granted, avail = 0;
 	bool stalled = false;
 
 	chain_reset(ch);
@@ -251,7 +266,7 @@ static void flush_conn(struct pc_worker *w, struct conn *c)
 		/* a new grant rides on the first message sent (wire_hdr.grant), else waits a
 		 * little; a keepalive probe writes the word at once */
 		if (space && (c->probe || (c->granted != c->granted_published &&
-					   !grant_rides(c, space) && grant_due(w, c)))) {
+					   !grant_rides(c, space, &avail) && grant_due(w, c)))) {
 			add_credit(w, c);
 			c->probe = false;
 			space--;
@@ -263,7 +278,7 @@ static void flush_conn(struct pc_worker *w, struct conn *c)
 	granted = c->granted;
 	/* rendezvous READs, DONEs, invalidates first: never behind a send that waits for them */
 	if (pc_unlikely(c->rv.q_head))
-		flush_rndv(w, c, space, granted);
+		flush_rndv(w, c, space, granted, &avail);
 	while (c->bl_head && ch->n < space) {
 		struct wr_ctx *ctx = c->bl_head;
 
@@ -276,7 +291,7 @@ static void flush_conn(struct pc_worker *w, struct conn *c)
 				stalled = true;
 				break;
 			}
-			if (!c->raw && !credit_spend(w, c, granted)) {
+			if (!c->raw && !credit_spend(w, c, granted, &avail)) {
 				stalled = true;
 				break;
 			}
@@ -344,47 +359,28 @@ void dp_grant_wait_check(struct pc_worker *w)
 
 /* --- submissions ------------------------------------------------------------------------- */
 
-void dp_backlog_add(struct conn *c, struct wr_ctx *ctx)
+int dp_send_refused(struct pc_worker *w, struct msg *m)
 {
-	ctx->next = NULL;
-	*c->bl_tail = ctx;
-	c->bl_tail = &ctx->next;
-	STAT_ADD(c->backlog, 1);
-	CONN_GAUGE_SET(c, backlog);
+	m->call_done = NULL;
+	dp_msg_release(w, m);
+	return -ENOTCONN;
 }
 
-static bool conn_accepts(const struct conn *c)
+int dp_send_request(struct pc_worker *w, struct conn *c, struct msg *m)
 {
-	return c->state == CONN_UP || c->state == CONN_ATTACHED;
-}
-
-int dp_send(struct pc_worker *w, struct msg *m)
-{
-	struct conn *c = m->ctx.conn;
-
-	if (pc_unlikely(!conn_accepts(c))) {
+	/* pc_call() keeps the window, so this fails only for an id used twice */
+	if (pc_unlikely(!reqset_add_ptr(&c->reqs, m->pub.req_id, m->t_call,
+					m->call_done ? m : NULL))) {
+		pc_warn("%s qp 0x%x: request id %llu already in flight; message released",
+			w->dev->name, c->qpn, (unsigned long long)m->pub.req_id);
 		m->call_done = NULL;
 		dp_msg_release(w, m);
-		return -ENOTCONN;
+		return -EINVAL;
 	}
-	if (m->pub.type == PC_MSG_REQUEST && !c->raw) {
-		/* pc_call() keeps the window, so this fails only for an id used twice */
-		if (pc_unlikely(!reqset_add_ptr(&c->reqs, m->pub.req_id, m->t_call,
-						m->call_done ? m : NULL))) {
-			pc_warn("%s qp 0x%x: request id %llu already in flight; message released",
-				w->dev->name, c->qpn, (unsigned long long)m->pub.req_id);
-			m->call_done = NULL;
-			dp_msg_release(w, m);
-			return -EINVAL;
-		}
-		STAT_ADD(c->inflight_req, 1);
-		CONN_GAUGE_SET(c, inflight_req);
-		if (m->call_done)
-			call_begin(w, c, m);
-	}
-	dp_backlog_add(c, &m->ctx);
-	if (c->state == CONN_UP)
-		dp_mark_dirty(w, c);
+	STAT_ADD(c->inflight_req, 1);
+	CONN_GAUGE_SET(c, inflight_req);
+	if (m->call_done)
+		call_begin(w, c, m);
 	return 0;
 }
 

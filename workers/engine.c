@@ -71,6 +71,9 @@ static int params_normalise(struct pc_engine_params *p)
 					    (unsigned long long)p->large_pool_size, p->max_msg_size);
 	}
 	DEFAULT(idle_spins, 1000);
+	DEFAULT(grant_delay_us, PC_GRANT_DELAY_DEFAULT_US);
+	if (p->grant_delay_us > 10u * 1000 * 1000)
+		return set_error(-EINVAL, "grant_delay_us %u exceeds 10 s", p->grant_delay_us);
 	DEFAULT(keepalive_ms, PC_KEEPALIVE_DEFAULT_MS);
 	p->sq_depth = (uint32_t)pc_align_pow2(p->sq_depth);
 	p->ring_size = (uint32_t)pc_align_pow2(p->ring_size);
@@ -484,7 +487,7 @@ void pc_engine_destroy(struct pc_engine *e)
  * its ring. A ring entry that names a conn nothing else keeps alive (@ref)
  * takes a reference on it, which the worker gives back when it dequeues it.
  */
-static int route(struct pc_worker *w, struct wr_ctx *ctx, bool ref)
+static pc_always_inline int route(struct pc_worker *w, struct wr_ctx *ctx, bool ref)
 {
 	ctx->ref = 0;
 	if (self_worker == w) {
@@ -561,7 +564,7 @@ struct pc_msg *pc_msg_alloc(struct pc_conn *pconn)
 	return &m->pub;
 }
 
-static int msg_submit(struct pc_msg *pm, uint8_t type)
+static pc_always_inline int msg_submit(struct pc_msg *pm, uint8_t type)
 {
 	struct msg *m = msg_of(pm);
 	struct conn *c = (struct conn *)pm->conn;

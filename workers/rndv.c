@@ -468,7 +468,7 @@ void rndv_add(struct pc_worker *w, struct conn *c, struct wr_ctx *ctx)
  * failed, or the conn closed). A dirty one may still let the peer READ
  * until its QP is flushed: its block waits, LM_CLOSED on the conn's tx
  * list, for the end of the drain (rndv_conn_drained()). A failed WR always
- * closes its conn (dp_handle_wc()), so that end comes.
+ * closes its conn (dp_complete()), so that end comes.
  */
 static void tx_end(struct pc_worker *w, struct lmsg *lm, bool dirty)
 {
@@ -520,7 +520,7 @@ static void read_done(struct pc_worker *w, struct lmsg *lm, bool failed, bool po
 	lm->state = LM_IDLE;
 	lm->rv_conn = NULL;
 	if (failed) {
-		/* the connection closes (dp_handle_wc()): nothing delivered, the block goes back */
+		/* the connection closes (dp_complete()): nothing delivered, the block goes back */
 		lm->zc_ok = false;
 		lm->zc_status = -ENOTCONN;
 		lm->free_pending = true;

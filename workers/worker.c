@@ -537,12 +537,8 @@ static void worker_sleep(struct pc_worker *w)
 	n = worker_poll(w, (int)w->p->poll_batch);
 	if (n > 0 || worker_has_input(w) || w->draining) {
 		atomic_store(&w->sleeping, 0);
-		PC_PROBE(poll_batch, n);
-		for (i = 0; i < n; i++)
-			dp_handle_wc(w, &w->wc[i]);
-		w->ws.now_batch = 0;
 		if (n > 0)
-			STAT_ADD(w->st.completions, (uint64_t)n);
+			dp_complete(w, (unsigned int)n);
 		return;
 	}
 	/* readers see what it did before it went to sleep */
@@ -600,11 +596,7 @@ static unsigned int worker_turn(struct pc_worker *w, const struct pc_engine_para
 	n = worker_poll(w, (int)p->poll_batch);
 	STAT_ADD(w->st.polls, 1);
 	if (pc_likely(n > 0)) {
-		PC_PROBE(poll_batch, n);
-		for (i = 0; i < (unsigned int)n; i++)
-			dp_handle_wc(w, &w->wc[i]);
-		w->ws.now_batch = 0;
-		STAT_ADD(w->st.completions, (uint64_t)n);
+		dp_complete(w, (unsigned int)n);
 	} else {
 		STAT_ADD(w->st.empty_polls, 1);
 	}
@@ -720,7 +712,7 @@ int worker_start(struct pc_worker *w, const struct worker_cfg *cfg)
 	w->efd = -1;
 	w->grant_wait_due = UINT64_MAX;
 	/* grant deadlines count in stats_ticks(): stats_clock_init() ran (engine.c) */
-	w->grant_delay = stats_ns_ticks(GRANT_DELAY_NS);
+	w->grant_delay = stats_ns_ticks((uint64_t)w->p->grant_delay_us * 1000);
 	w->wr_ex = worker_wants_wr_ex(w);
 	w->st.pu = -1;
 	w->st.numa_node = -1;

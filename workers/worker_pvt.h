@@ -60,7 +60,7 @@ enum msg_pool { POOL_RX = 0, POOL_TX, POOL_RAW, POOL_LARGE /* struct lmsg (rndv_
 /*
  * A buffer is posted with one of two contexts, each of an immutable kind:
  * ctx for a send of it, rctx (rx and raw pools) for a receive into it. A
- * completion tells which by its wr_id alone (dp_handle_wc()).
+ * completion tells which by its wr_id alone (dp_complete()).
  */
 struct msg {
 	struct pc_msg pub;
@@ -201,7 +201,7 @@ struct pc_worker {
 	struct conn *grant_wait;
 	uint64_t grant_wait_due;	/* the earliest of their deadlines, in stats_ticks() */
 	uint64_t grant_clock;	/* stats_ticks() at the last look at them (grant_clock()) */
-	uint64_t grant_delay;	/* GRANT_DELAY_NS in ticks */
+	uint64_t grant_delay;	/* p->grant_delay_us in ticks */
 	struct conn *draining;
 	struct conn *retire_wait;	/* DOWN, still referenced: looked at on housekeeping turns */
 	struct conn *call_conns;	/* conns with calls that have a deadline (calls.c) */
@@ -346,7 +346,8 @@ int worker_create_qp(struct pc_worker *w, struct conn *c, struct rdma_cm_id *id)
 bool worker_wants_wr_ex(const struct pc_worker *w);
 
 /* datapath.c (worker thread, except msg_bind: whoever owns the message) */
-void dp_handle_wc(struct pc_worker *w, struct ibv_wc *wc);
+/* the first @n completions of w->wc, one poll's batch */
+void dp_complete(struct pc_worker *w, unsigned int n);
 void dp_sq_complete(struct pc_worker *w, struct conn *c, struct wr_ctx *ctx, int err);
 void dp_wr_failed(struct pc_worker *w, struct wr_ctx *ctx, int err);
 void dp_flush(struct pc_worker *w);
@@ -361,10 +362,10 @@ void dp_submit(struct pc_worker *w, struct wr_ctx *ctx);
 void dp_deliver_overflow(struct pc_worker *w);
 void dp_topup_txfree(struct pc_worker *w);
 void dp_msg_release(struct pc_worker *w, struct msg *m);
-int dp_send(struct pc_worker *w, struct msg *m);
+int dp_send_refused(struct pc_worker *w, struct msg *m);
+int dp_send_request(struct pc_worker *w, struct conn *c, struct msg *m);
 int dp_rdma(struct pc_worker *w, struct pc_op *op);
 struct msg *dp_tx_alloc(struct pc_worker *w);
-void dp_mark_dirty(struct pc_worker *w, struct conn *c);
 void dp_count_dropped(struct pc_worker *w, struct conn *c, uint32_t n);
 void dp_deliver_early(struct pc_worker *w, struct conn *c);
 void dp_deliver_slot(struct pc_worker *w, unsigned int slot, struct msg *m);
@@ -381,7 +382,6 @@ void calls_expire(struct pc_worker *w);
 void dp_drop_early(struct pc_worker *w, struct conn *c);
 struct conn *dp_conn_lookup(struct pc_worker *w, uint32_t qpn);
 void msg_bind(struct msg *m, struct conn *c);
-void dp_backlog_add(struct conn *c, struct wr_ctx *ctx);
 void dp_deliver_read(struct pc_worker *w, struct conn *c, struct msg *m);
 void dp_rx_hold(struct conn *c, struct msg *m);
 void dp_rx_release(struct pc_worker *w, struct conn *c, bool all);
@@ -400,6 +400,55 @@ static inline struct conn *dp_conn_of_qpn(struct pc_worker *w, uint32_t qpn)
 	return dp_conn_lookup(w, qpn);
 }
 
+/* --- the submit side's hot path: inline, worker thread ------------------------------ */
+
+/* @c has something to post: flushed at this turn's end (dp_flush()). */
+static pc_always_inline void dp_mark_dirty(struct pc_worker *w, struct conn *c)
+{
+	if (c->dirty)
+		return;
+	c->dirty = true;
+	c->dirty_next = w->dirty;
+	w->dirty = c;
+}
+
+static pc_always_inline void dp_backlog_add(struct conn *c, struct wr_ctx *ctx)
+{
+	ctx->next = NULL;
+	*c->bl_tail = ctx;
+	c->bl_tail = &ctx->next;
+	STAT_ADD(c->backlog, 1);
+	CONN_GAUGE_SET(c, backlog);
+}
+
+static pc_always_inline bool conn_accepts(const struct conn *c)
+{
+	return c->state == CONN_UP || c->state == CONN_ATTACHED;
+}
+
+/*
+ * Queues @m on its conn (m->ctx.conn) to be sent at this turn's flush; a
+ * request's id goes in flight first. -ENOTCONN: the conn is closing, @m is
+ * released; -EINVAL: its request id is in flight already (dp_send_request()).
+ */
+static pc_always_inline int dp_send(struct pc_worker *w, struct msg *m)
+{
+	struct conn *c = m->ctx.conn;
+
+	if (pc_unlikely(!conn_accepts(c)))
+		return dp_send_refused(w, m);
+	if (m->pub.type == PC_MSG_REQUEST && !c->raw) {
+		int ret = dp_send_request(w, c, m);
+
+		if (pc_unlikely(ret))
+			return ret;
+	}
+	dp_backlog_add(c, &m->ctx);
+	if (c->state == CONN_UP)
+		dp_mark_dirty(w, c);
+	return 0;
+}
+
 /* poller.c (worker thread) */
 unsigned int worker_run_pollers(struct pc_worker *w, unsigned int hi);
 unsigned int worker_poller_fds(struct pc_worker *w, struct pollfd *pfd, unsigned int max);
@@ -409,6 +458,8 @@ void ka_look(struct pc_worker *w);
 
 /* pc_engine_params.keepalive_ms's default; the DONE deadline's period when keepalive is off. */
 #define PC_KEEPALIVE_DEFAULT_MS 2000u
+/* grant_delay_us: why 1 ms, workers/dp_credit.h */
+#define PC_GRANT_DELAY_DEFAULT_US 1000u
 
 /* Keepalive looks at the clock every this many busy turns, idle ones, hybrid idle ones. */
 #define KA_BUSY_TURNS 256

@@ -132,6 +132,7 @@ struct bench_opts {
 	bool quick;
 	bool no_numa;
 	enum pc_idle idle;	/* --idle: PC_IDLE_BUSY unless asked */
+	uint32_t grant_delay_us; /* --grant-delay-us; 0: the engine's default */
 };
 
 /* Engine parameters both sides derive from the options, for messages up to @msg_size. */

@@ -117,6 +117,7 @@ void bench_params(const struct bench_opts *o, uint32_t msg_size, struct pc_engin
 	p->poll_batch = o->poll_batch;
 	p->no_numa = o->no_numa;
 	p->idle = o->idle;
+	p->grant_delay_us = o->grant_delay_us;
 }
 
 /* --- options ------------------------------------------------------------------------- */
@@ -127,14 +128,14 @@ static void usage(FILE *f)
 		"usage: " PROG " server [--bind ADDR] [--port P] [--device NAME] [--workers N]\n"
 		"                      [--max-size S] [--window W] [-t|--tx-depth D] [-r|--rx-depth D]\n"
 		"                      [-Q|--signal-every N] [--poll-batch N] [--inline B] [--no-numa]\n"
-		"                      [--idle busy|hybrid|auto]\n"
+		"                      [--idle busy|hybrid|auto] [--grant-delay-us U]\n"
 		"       " PROG " client ADDR -m|--mode send|rpc|write|read [--port P]\n"
 		"                      [-s|--size S] [-D|--duration SECS | -n|--count N] [--quick]\n"
 		"                      [-q|--connections C] [--device NAME] [--workers N] [-w|--window W]\n"
 		"                      [-l|--post-batch B] [-Q|--signal-every N] [--poll-batch N]\n"
 		"                      [-t|--tx-depth D] [-r|--rx-depth D] [--inline B] [--no-numa] [--json]\n"
 		"                      [--producer worker|thread] [--msg-size S]\n"
-		"                      [--idle busy|hybrid|auto]\n"
+		"                      [--idle busy|hybrid|auto] [--grant-delay-us U]\n"
 		"defaults: port %d, size 64, duration 5 s (--quick: 1 s), 1 connection, 1 worker;\n"
 		"window (in flight per connection): rpc 1, send, write and read 128; the server's\n"
 		"--window (its receive credits, default 64) bounds messages in flight too.\n"
@@ -154,6 +155,8 @@ static void usage(FILE *f)
 		"--idle: busy (default, as perftest) polls without pause; hybrid sleeps on the\n"
 		"CQ's events after an idle spell (a one-sided server has nothing to poll, as\n"
 		"perftest's); auto is the library's default: busy only when bound to a core.\n"
+		"--grant-delay-us: how long earned credits wait for a message to carry them\n"
+		"before their own RDMA WRITE (the engine's grant_delay_us; default 1000).\n"
 		"Exit: 0 all checks passed, 1 a mismatch or an error, 2 a usage error.\n",
 		BENCH_PORT);
 }
@@ -189,7 +192,7 @@ static int u32_arg(const char *opt, const char *s, uint32_t min, uint32_t max, u
 
 enum {
 	O_WORKERS = 256, O_POLL, O_NONUMA, O_JSON, O_QUICK, O_BIND, O_MAXSIZE, O_UNDER, O_INLINE,
-	O_PRODUCER, O_CTIMEOUT, O_DEVICE, O_IDLE, O_MSGSIZE,
+	O_PRODUCER, O_CTIMEOUT, O_DEVICE, O_IDLE, O_MSGSIZE, O_GRANTDELAY,
 };
 
 static const struct option long_opts[] = {
@@ -208,6 +211,7 @@ static const struct option long_opts[] = {
 	{ "producer", required_argument, NULL, O_PRODUCER },
 	{ "device", required_argument, NULL, O_DEVICE },
 	{ "idle", required_argument, NULL, O_IDLE },
+	{ "grant-delay-us", required_argument, NULL, O_GRANTDELAY },
 	{ "workers", required_argument, NULL, O_WORKERS },
 	{ "poll-batch", required_argument, NULL, O_POLL },
 	{ "no-numa", no_argument, NULL, O_NONUMA },
@@ -292,6 +296,8 @@ static int parse_one(int c, const char *arg, struct parsed *p)
 	case O_MSGSIZE:
 		return u32_arg("--msg-size", arg, (uint32_t)sizeof(struct bench_ctl), BENCH_MAX_SIZE,
 			       &o->msg_size) ? 2 : 0;
+	case O_GRANTDELAY:
+		return u32_arg("--grant-delay-us", arg, 1, 10u * 1000 * 1000, &o->grant_delay_us) ? 2 : 0;
 	case O_CTIMEOUT:
 		return u32_arg("--connect-timeout", arg, 1, 3600, &o->connect_timeout_s) ? 2 : 0;
 	case O_UNDER:

@@ -34,6 +34,9 @@ extern "C" {
 #define pc_likely(x)   __builtin_expect(!!(x), 1)
 #define pc_unlikely(x) __builtin_expect(!!(x), 0)
 #define pc_always_inline inline __attribute__((always_inline))
+/* out of the hot path: error and rare branches, kept from bloating their caller */
+#define pc_noinline __attribute__((noinline))
+#define pc_cold __attribute__((noinline, cold))
 #define pc_cache_aligned __attribute__((aligned(PC_CACHELINE)))
 #define pc_printf(a, b) __attribute__((format(printf, a, b)))
 #define pc_unused __attribute__((unused))

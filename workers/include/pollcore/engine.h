@@ -417,6 +417,14 @@ struct pc_device_params {
  *        PC_IDLE_BUSY and PC_IDLE_HYBRID force one. The log's line for
  *        each worker and pc_worker_stats.busy_poll say which applies.
  * @idle_spins: empty turns before sleeping (hybrid), default 1000.
+ * @grant_delay_us: how long receive credits earned on a connection may
+ *                  wait for a message going back to the peer to carry
+ *                  them (in its header, at no cost) before they go by an
+ *                  RDMA WRITE of their own; a peer that knows of less than
+ *                  half the credits it has earned gets its WRITE at once,
+ *                  whatever this says. Default 1000 (1 ms), at most
+ *                  10,000,000 (10 s). Longer means fewer WRITEs when
+ *                  replies are slow to come; it never stalls a sender.
  * @keepalive_ms: a connection on which nothing arrived for between this
  *                and twice this long gets a probe: its credit word written
  *                again to the peer (8 bytes, answered by the peer's NIC, not
@@ -521,6 +529,7 @@ struct pc_engine_params {
 	uint64_t large_pool_size;
 	enum pc_idle idle;
 	uint32_t idle_spins;
+	uint32_t grant_delay_us;
 	uint32_t keepalive_ms;
 	bool no_numa;
 	const char *housekeeping_pus;
