@@ -34,6 +34,7 @@
 static struct fsrv *srv;
 static struct fcli *cli;
 static unsigned int base_ups, base_downs;
+static uint32_t srv_keepalive_ms;	/* the next server's keepalive_ms (0: default) */
 
 /*
  * Starts the server (with @raw_bufs set aside for raw peers: 0 refuses
@@ -43,7 +44,7 @@ static void hostile_begin_raw(uint32_t raw_bufs)
 {
 	struct pc_engine_params sp = {
 		.rx_bufs = SRV_RX_BUFS + raw_bufs, .raw_bufs = raw_bufs, .window = SRV_WINDOW,
-		.msg_size = SRV_MSG_SIZE,
+		.msg_size = SRV_MSG_SIZE, .keepalive_ms = srv_keepalive_ms,
 	};
 	int i;
 
@@ -569,6 +570,7 @@ START_TEST(test_raw_flood)
 	struct pc_worker_stats st;
 	uint8_t msg[64];
 	uint32_t recv0, got;
+	uint64_t t0, end;
 	unsigned int i, held;
 	struct fpeer p;
 	struct frec r;
@@ -589,8 +591,10 @@ START_TEST(test_raw_flood)
 			break;
 		held = h;
 	}
+	/* the flood stays held: 20 good echoes within 10 s, however soon they come */
 	recv0 = atomic_load(&cli->g[0].recv);
-	usleep(10 * 1000 * 1000);
+	t0 = fnow_ms();
+	fcli_wait_recv(cli, 0, recv0 + 20, 10000);
 	got = atomic_load(&cli->g[0].recv) - recv0;
 	held = fsrv_held(srv);
 	pc_engine_stats(srv->e, 0, &st);
@@ -598,8 +602,8 @@ START_TEST(test_raw_flood)
 	       "the credited connection: %u echoes in 10 s; server srq_outstanding %u, rx_held %u, "
 	       "%s send_rnr_err +%lld", n, held, got, st.srq_outstanding, st.rx_held,
 	       pc_test_device(), fhw_counter(pc_test_device(), "send_rnr_err") - rnr0);
-	printf("during the flood: good echoes %u in 10 s, held %u, srq_outstanding %u\n", got,
-	       held, st.srq_outstanding);
+	printf("during the flood: good echoes %u in %llu ms, held %u, srq_outstanding %u\n", got,
+	       (unsigned long long)(fnow_ms() - t0), held, st.srq_outstanding);
 	/* without on_request, a raw peer's queue is min(PC_RAW_DEPTH_DEFAULT, raw_bufs) deep */
 	EXPECT(held >= 1 && held <= SRV_RAW_BUFS, "the raw peer's flood holds %u buffers, expected "
 	       "1 to %u (its own receive queue)", held, SRV_RAW_BUFS);
@@ -608,7 +612,10 @@ START_TEST(test_raw_flood)
 	fsrv_release_held(srv);
 	EXPECT(fpeer_wait_sends(&p, 60000) == 0, "the flood's sends did not complete in 60 s");
 	EXPECT(p.sends_ok == n, "%u of the flood's %u sends succeeded", p.sends_ok, n);
-	usleep(500 * 1000);
+	/* every send completed; the last deliveries may still be on their way */
+	end = fnow_ms() + 10000;
+	while (fsrv_rec(srv, p.srv_qpn, &r) && r.msgs < n && fnow_ms() < end)
+		usleep(1000);
 	fsrv_rec(srv, p.srv_qpn, &r);
 	EXPECT(r.msgs == n, "the server's application got %u of the %u flooded messages", r.msgs, n);
 	fpeer_destroy(&p);
@@ -664,6 +671,7 @@ END_TEST
  */
 START_TEST(test_rnr_forever)
 {
+	enum { KA_MS = 1000 };
 	static const char *const why[] = { "no send completed", NULL };
 	struct fpeer_opts o = { .priv = FPEER_POLLCORE, .slot_size = 256, .no_recv = true };
 	unsigned int mark;
@@ -671,7 +679,10 @@ START_TEST(test_rnr_forever)
 	struct frec r;
 	int ret;
 
+	/* the stall closes after 8 x keepalive_ms: 8 s, not the default's 16 */
+	srv_keepalive_ms = KA_MS;
 	hostile_begin();
+	srv_keepalive_ms = 0;
 	memset(&p, 0, sizeof(p));
 	ret = fpeer_connect(&p, pc_test_addr(), srv->port, &o);
 	ck_assert_msg(ret == 0, "hostile peer: connect: %s (%d)", p.why, ret);
@@ -679,10 +690,12 @@ START_TEST(test_rnr_forever)
 	mark = flog_mark();
 	/* one message: within any first grant (the server may grant as little as 1) */
 	ck_assert_int_eq(fpeer_send_msg(&p, PC_WIRE_MAGIC, WIRE_ONEWAY, 32, 32, 0), 0);
-	/* 16 keepalive looks of 1 s (keepalive_ms 2000), and room for the close */
-	expect_closed(&p, "a peer that posts no receive", why, 30000, mark, &r);
+	/* 16 keepalive looks of KA_MS / 2, and room for the close */
+	expect_closed(&p, "a peer that posts no receive", why, 8 * KA_MS + 14000, mark, &r);
 	EXPECT(strstr(r.reason, "WRs in flight") != NULL, "DOWN's reason does not say what stalled: "
 	       "'%s'", r.reason);
+	EXPECT(strstr(r.reason, "for 8000 ms") != NULL, "DOWN's reason does not give the server's "
+	       "bound (8 x keepalive_ms %d): '%s'", KA_MS, r.reason);
 	fpeer_destroy(&p);
 	hostile_end(1);
 }
