@@ -425,6 +425,12 @@ START_TEST(test_create_errors)
 	ck_assert_int_eq(errno, EINVAL);
 	ck_assert_ptr_nonnull(strstr(pc_last_error(), "window 512"));
 
+	p = (struct pc_engine_params){ .grant_delay_us = 10000001, .on_msg = cli_on_msg,
+				       .no_numa = true };
+	ck_assert_ptr_null(pc_engine_create(&p));
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_ptr_nonnull(strstr(pc_last_error(), "grant_delay_us 10000001"));
+
 	p = (struct pc_engine_params){ .no_numa = true }; /* handler mode without a handler */
 	ck_assert_ptr_null(pc_engine_create(&p));
 	ck_assert_int_eq(errno, EINVAL);
