@@ -60,8 +60,11 @@ HWC=/sys/class/infiniband/rxe0/ports/1/hw_counters
 PT_PORT=18515 # perftest's side channel; the relay on a listens on PT_PORT + 1000
 PT_ITERS=3000
 
+# Inside a VM the reason also goes to DIR/ROLE.failed: the host repeats the
+# sides' reasons in its own last line, where a log's tail shows them.
 fail() {
 	echo "FAIL: $*" >&2
+	[ -n "${ROLE:-}" ] && [ -d "${DIR:-}" ] && echo "$(date +%T) $*" >>"$DIR/$ROLE.failed"
 	exit 1
 }
 HERE=$(dirname "$(readlink -f "$0")")
@@ -313,7 +316,8 @@ if [ "${1:-}" = --side ]; then
 	PEER=$([ "$ROLE" = a ] && echo b || echo a)
 	[ -d "$HWC" ] || fail "$ROLE: no $HWC"
 	# the other side stops waiting as soon as this one has failed
-	trap '[ $? = 0 ] || touch "$DIR/$ROLE.failed"' EXIT
+	trap 'rc=$?; [ $rc = 0 ] || [ -s "$DIR/$ROLE.failed" ] ||
+		echo "$(date +%T) exited $rc without a reason" >>"$DIR/$ROLE.failed"' EXIT
 	"side_$ROLE"
 	exit 0
 fi
@@ -363,7 +367,14 @@ start=$SECONDS
 "$RXE_VM" --pair --timeout 2400 --modules nvme-rdma -- "$(side_cmd)" "$(side_cmd)"
 rc=$?
 echo "== the pair ran for $((SECONDS - start)) s; host load average $(cut -d' ' -f1-3 /proc/loadavg)"
-[ "$rc" = 0 ] || { show; fail "tools/rxe-vm --pair exited $rc"; }
+# the sides' own reasons (fail() above), for the last line of the log
+side_failures() {
+	local r
+	for r in a b; do
+		[ -s "$DIR/$r.failed" ] && printf '; %s' "$(tr '\n' ' ' <"$DIR/$r.failed")"
+	done
+}
+[ "$rc" = 0 ] || { show; fail "tools/rxe-vm --pair exited $rc$(side_failures)"; }
 
 # wstat FILE FIELD: a field of the worker's stats line ("rx 20000" -> 20000).
 wstat() {

@@ -503,6 +503,11 @@ static void on_cm_event(struct pc_engine *e, struct rdma_cm_event *ev)
 	char why[sizeof(((struct wire_cm_rej *)0)->why)];
 	int err;
 
+	/*
+	 * acquire: pairs with the release in pc_engine_create(); a request may
+	 * pick any worker, whose setup ran on its own thread
+	 */
+	(void)atomic_load_explicit(&e->complete, memory_order_acquire);
 	switch (ev->event) {
 	case RDMA_CM_EVENT_CONNECT_REQUEST:
 		on_connect_request(e, ev);

@@ -316,6 +316,8 @@ struct pc_engine *pc_engine_create(const struct pc_engine_params *params)
 			goto err;
 		e->nworkers++;
 	}
+	/* release: the workers' setup, acquired in worker_start(), to on_cm_event() */
+	atomic_store_explicit(&e->complete, true, memory_order_release);
 	/* its workers' SRQs and its conns may now be named by async events */
 	control_publish(e);
 	/* read during this call only (engine.h): never dereferenced later */

@@ -58,6 +58,12 @@ struct pc_engine {
 	struct conn *connecting;	/* active conns not answered yet (deadlines) */
 	atomic_int ctl_stop;
 	atomic_int ctl_ready;
+	/*
+	 * Every worker is set up (pc_engine_create()). The workers write their
+	 * own state on their threads, after the control thread started; a CM
+	 * event reaches it through the kernel, which orders nothing for it.
+	 */
+	atomic_bool complete;
 
 	atomic_int *slot_taken;
 	struct stats_seg seg;		/* the stats segment (stats.c); base NULL: none */
