@@ -292,22 +292,31 @@ static int name_pid(const char *name, unsigned int *engine)
 }
 
 /* Whether the process @pid runs (zombies do not count). */
-static bool pid_runs(int pid, const uint64_t *start, bool *reused)
+/* Where a segment's owner is, as this PID namespace sees it. */
+enum pid_is {
+	PID_RUNS,	/* the pid runs, with the start time the segment recorded */
+	PID_EXITED,	/* the owner itself, exiting or a zombie */
+	PID_REUSED,	/* another process has the pid */
+	PID_ABSENT,	/* no such pid here */
+};
+
+static enum pid_is pid_lookup(int pid, const uint64_t *start)
 {
 	uint64_t t;
 	char st = 0;
 	int ret = stats_proc_start(pid, &t, &st);
 
-	*reused = false;
 	if (ret == -ENOENT || ret == -ESRCH)
-		return false;
+		return PID_ABSENT;
 	if (ret) /* no /proc: ask the kernel whether the pid exists at all */
-		return kill(pid, 0) == 0 || errno != ESRCH;
-	if (start && t != *start) {
-		*reused = true;
-		return false;
-	}
-	return st != 'Z' && st != 'X';
+		return kill(pid, 0) == 0 || errno != ESRCH ? PID_RUNS : PID_ABSENT;
+	if (start && t != *start)
+		return PID_REUSED;
+	/*
+	 * The leader shows 'Z' as soon as it exits, while its other threads
+	 * may still be exiting and hold the segment's lock.
+	 */
+	return st == 'Z' || st == 'X' ? PID_EXITED : PID_RUNS;
 }
 
 int stats_layout(uint32_t nworkers, uint32_t conn_slots, uint64_t *worker_off, uint64_t *conn_off,
@@ -817,20 +826,23 @@ static bool lock_held(int fd)
 
 enum pc_stats_owner pc_stats_owner(const struct pc_stats *s)
 {
+	enum pid_is where;
 	uint32_t state;
-	bool reused;
 
 	if (pread_full(s->fd, &state, sizeof(state), offsetof(struct pc_stats_hdr, state)) ||
 	    state != PC_STATS_STATE_LIVE)
 		return PC_STATS_OWNER_CLOSED;
 	/* acquire: pairs with the release in stats_seg_destroy() and at exit */
 	read_fence();
-	if (pid_runs(s->h.pid, s->h.start_time ? &s->h.start_time : NULL, &reused))
+	where = pid_lookup(s->h.pid, s->h.start_time ? &s->h.start_time : NULL);
+	if (where == PID_RUNS)
 		return PC_STATS_OWNER_LIVE;
+	if (where == PID_EXITED) /* its exiting threads may hold the lock yet */
+		return PC_STATS_OWNER_DEAD;
 	/* not the pid here, and yet held: a namesake from another PID namespace */
 	if (lock_held(s->fd))
 		return PC_STATS_OWNER_ELSEWHERE;
-	return reused ? PC_STATS_OWNER_REUSED : PC_STATS_OWNER_DEAD;
+	return where == PID_REUSED ? PC_STATS_OWNER_REUSED : PC_STATS_OWNER_DEAD;
 }
 
 /* Waits a little for a writer in its section; false once @deadline passed. */
@@ -947,7 +959,6 @@ static int clean_fd(int fd, const char *name, bool foreign_ok)
 	struct pc_stats_hdr *h = calloc(1, sizeof(*h));
 	struct stat sb, now;
 	char path[128];
-	bool reused;
 	int ret;
 
 	if (!h)
@@ -964,7 +975,7 @@ static int clean_fd(int fd, const char *name, bool foreign_ok)
 	} else if ((ret = hdr_read(fd, h, name))) {
 		/* -EPROTO: not a segment (left alone); -EAGAIN: half created */
 	} else if (h->state == PC_STATS_STATE_LIVE &&
-		   pid_runs(h->pid, h->start_time ? &h->start_time : NULL, &reused)) {
+		   pid_lookup(h->pid, h->start_time ? &h->start_time : NULL) == PID_RUNS) {
 		ret = -EBUSY;
 	} else {
 		snprintf(path, sizeof(path), "/dev/shm/%s", name);

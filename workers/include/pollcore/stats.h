@@ -304,7 +304,7 @@ PC_API uint64_t pc_stats_hist_percentile(const struct pc_stats_hist *h, double p
 /* Whether a segment's owner still runs (pc_stats_owner()). */
 enum pc_stats_owner {
 	PC_STATS_OWNER_LIVE = 0,	/* same pid, same start time */
-	PC_STATS_OWNER_DEAD,		/* no such process: stale */
+	PC_STATS_OWNER_DEAD,		/* exited (a zombie too), or no such process: stale */
 	PC_STATS_OWNER_REUSED,		/* another process has the pid now: stale */
 	PC_STATS_OWNER_CLOSED,		/* the engine was destroyed: stale */
 	PC_STATS_OWNER_ELSEWHERE,	/* not that pid here, but its owner lives (holds the
