@@ -138,4 +138,28 @@ static inline int pc_test_run(Suite *s)
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
+#ifdef POLLCORE_ENGINE_H
+#include <unistd.h>
+/*
+ * Samples worker @idx of @e until it has slept at least @sleeps times and
+ * @sleep_ns in all, or 30 s pass; returns the last sample. A sleep is
+ * counted when it ends (100 ms at most) and published at the next turn, so
+ * a fixed wait before one sample races on a slow host (TSan under TCG).
+ */
+static inline struct pc_worker_stats pc_test_wait_sleep(const struct pc_engine *e,
+							unsigned int idx, uint64_t sleeps,
+							uint64_t sleep_ns)
+{
+	uint64_t end = pc_test_now_ms() + 30000;
+	struct pc_worker_stats st;
+
+	for (;;) {
+		ck_assert_int_eq(pc_engine_stats(e, idx, &st), 0);
+		if ((st.sleeps >= sleeps && st.sleep_ns >= sleep_ns) || pc_test_now_ms() > end)
+			return st;
+		usleep(10000);
+	}
+}
+#endif
+
 #endif /* PC_TEST_H */

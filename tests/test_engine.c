@@ -932,15 +932,13 @@ START_TEST(test_hybrid_idle)
 	struct pc_engine *srv, *cli;
 
 	pair_start(&sp, &cp, 1, &srv, &cli);
-	usleep(500000);
-	pc_engine_stats(srv, 0, &a);
+	a = pc_test_wait_sleep(srv, 0, 1, 50000001ull);
 	ck_assert_uint_gt(a.sleeps, 0);
 	ck_assert_uint_gt(a.sleep_ns, 50000000ull);
 	/* traffic wakes both sides without losing anything */
 	send_seq(0, 2000, 64, false);
 	wait_received(1, 2000, 60);
-	usleep(300000);
-	pc_engine_stats(srv, 0, &b);
+	b = pc_test_wait_sleep(srv, 0, a.sleeps + 1, 0);
 	ck_assert_uint_gt(b.wakeups_cq, 0);
 	ck_assert_uint_gt(b.sleeps, a.sleeps);
 	pc_engine_stats(cli, 0, &b);

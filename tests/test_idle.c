@@ -23,8 +23,12 @@ static void on_msg(struct pc_msg *m, void *arg)
 	pc_msg_release(m);
 }
 
-/* An engine of @nw workers left idle for 300 ms; every worker's counters. */
-static void idle_run(enum pc_idle idle, bool no_numa, unsigned int nw,
+/*
+ * An engine of @nw workers left idle for 300 ms; every worker's counters.
+ * With @sleeper, until each has also slept more than 100 ms in all (more
+ * than one sleep's timeout), however slow the host.
+ */
+static void idle_run(enum pc_idle idle, bool no_numa, unsigned int nw, bool sleeper,
 		     struct pc_worker_stats *st)
 {
 	const char *devs[] = { pc_test_device(), NULL };
@@ -39,7 +43,10 @@ static void idle_run(enum pc_idle idle, bool no_numa, unsigned int nw,
 	ck_assert_uint_eq(pc_engine_nworkers(e), nw);
 	usleep(300000);
 	for (i = 0; i < nw; i++) {
-		ck_assert_int_eq(pc_engine_stats(e, i, &st[i]), 0);
+		if (sleeper)
+			st[i] = pc_test_wait_sleep(e, i, 1, 100000001ull);
+		else
+			ck_assert_int_eq(pc_engine_stats(e, i, &st[i]), 0);
 		printf("idle %d, no_numa %d: %s on PU %d, busy_poll %u, %llu sleeps\n", (int)idle,
 		       no_numa, st[i].name, st[i].pu, st[i].busy_poll,
 		       (unsigned long long)st[i].sleeps);
@@ -52,12 +59,12 @@ START_TEST(test_auto_unbound_sleeps)
 	struct pc_worker_stats st[2];
 	unsigned int i;
 
-	idle_run(PC_IDLE_AUTO, true, 2, st);
+	idle_run(PC_IDLE_AUTO, true, 2, true, st);
 	for (i = 0; i < 2; i++) {
 		ck_assert_int_eq(st[i].pu, -1);
 		ck_assert_uint_eq(st[i].busy_poll, 0);
 		ck_assert_uint_gt(st[i].sleeps, 0);
-		/* it slept most of the 300 ms, not just once */
+		/* it slept more than one sleep's timeout, not just once */
 		ck_assert_uint_gt(st[i].sleep_ns, 100000000ull);
 	}
 }
@@ -67,7 +74,7 @@ START_TEST(test_auto_bound_busy)
 {
 	struct pc_worker_stats st;
 
-	idle_run(PC_IDLE_AUTO, false, 1, &st);
+	idle_run(PC_IDLE_AUTO, false, 1, false, &st);
 	/* the test bed has a core for one worker beside the housekeeping one */
 	ck_assert_msg(st.pu >= 0, "the worker was not bound: no placement on the test bed");
 	ck_assert_uint_eq(st.busy_poll, 1);
@@ -80,12 +87,12 @@ START_TEST(test_forced_policies)
 {
 	struct pc_worker_stats st;
 
-	idle_run(PC_IDLE_BUSY, true, 1, &st);
+	idle_run(PC_IDLE_BUSY, true, 1, false, &st);
 	ck_assert_int_eq(st.pu, -1);
 	ck_assert_uint_eq(st.busy_poll, 1);
 	ck_assert_uint_eq(st.sleeps, 0);
 
-	idle_run(PC_IDLE_HYBRID, false, 1, &st);
+	idle_run(PC_IDLE_HYBRID, false, 1, true, &st);
 	ck_assert_int_ge(st.pu, 0);
 	ck_assert_uint_eq(st.busy_poll, 0);
 	ck_assert_uint_gt(st.sleeps, 0);

@@ -82,9 +82,10 @@ START_TEST(test_post_runs_on_its_worker)
 	int rc;
 
 	/* the workers are asleep (hybrid, 10 empty turns): each post must wake its target */
-	usleep(100 * 1000);
-	ck_assert_int_eq(pc_engine_stats(e, 1, &st), 0);
-	ck_assert_uint_gt(st.sleeps, 0);
+	for (i = 0; i < NW; i++) {
+		st = pc_test_wait_sleep(e, i, 1, 0);
+		ck_assert_msg(st.sleeps > 0, "worker %u never slept in 30 s", i);
+	}
 	for (i = 0; i < N; i++) {
 		jobs[i] = (struct job){ .work.fn = job_fn, .want = w[i % NW],
 					.next = i % 3 ? NULL : w[(i + 1) % NW], .runs = &runs,
