@@ -140,11 +140,23 @@ static inline int pc_test_run(Suite *s)
 
 #ifdef POLLCORE_ENGINE_H
 #include <unistd.h>
+
+/* The sleeps worker @idx of @e has published so far. */
+static inline uint64_t pc_test_sleeps(const struct pc_engine *e, unsigned int idx)
+{
+	struct pc_worker_stats st;
+
+	ck_assert_int_eq(pc_engine_stats(e, idx, &st), 0);
+	return st.sleeps;
+}
+
 /*
  * Samples worker @idx of @e until it has slept at least @sleeps times and
  * @sleep_ns in all, or 30 s pass; returns the last sample. A sleep is
  * counted when it ends (100 ms at most) and published at the next turn, so
  * a fixed wait before one sample races on a slow host (TSan under TCG).
+ * Published sleeps s means the worker is at or past sleep s + 1: waiting
+ * for pc_test_sleeps() + 1 gives a sample published after this call.
  */
 static inline struct pc_worker_stats pc_test_wait_sleep(const struct pc_engine *e,
 							unsigned int idx, uint64_t sleeps,
