@@ -517,6 +517,15 @@ START_TEST(test_exhaustion)
 		while ((rc = pc_send(m)) == -ENOBUFS)
 			usleep(100);
 		ck_assert_int_eq(rc, 0);
+		if (i == 1) {
+			/*
+			 * Nothing was taken yet: the first fills the server's pool,
+			 * and this one's descriptor must wait for room there.
+			 */
+			while (!waiting(srv) && pc_test_now_ms() < end)
+				usleep(1000);
+			ck_assert_uint_gt(waiting(srv), 0);
+		}
 		seen = PC_MAX(seen, waiting(srv));
 	}
 	/* the server's pool (one 1 MiB block) held descriptors back meanwhile */
