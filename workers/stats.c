@@ -291,7 +291,6 @@ static int name_pid(const char *name, unsigned int *engine)
 	return (int)pid;
 }
 
-/* Whether the process @pid runs (zombies do not count). */
 /* Where a segment's owner is, as this PID namespace sees it. */
 enum pid_is {
 	PID_RUNS,	/* the pid runs, with the start time the segment recorded */
