@@ -16,6 +16,7 @@ void wire_cm_fill(struct wire_cm_priv *priv, uint32_t credits, uint32_t window,
 		.max_msg = max_msg,
 		.window = window,
 		.max_large = max_msg,
+		.features = PC_CM_FEATURES,
 	};
 }
 
@@ -34,11 +35,14 @@ int wire_cm_parse(const char *who, const void *data, size_t len, struct wire_cm_
 				    "(%zu bytes, %zu expected)", who, len,
 				    offsetof(struct wire_cm_priv, max_large));
 	/*
-	 * A peer of the 28-byte layout: no max_large (zeros from the CM's
-	 * padding, or none). A part of it is none of it.
+	 * Peers of older layouts end after max_msg/window (28 bytes) or
+	 * max_large (32): what they do not send is 0 (as is the CM's
+	 * padding). A part of a field is none of it.
 	 */
 	memset(&p, 0, sizeof(p));
-	memcpy(&p, data, len >= sizeof(p) ? sizeof(p) : offsetof(struct wire_cm_priv, max_large));
+	memcpy(&p, data, len >= sizeof(p) ? sizeof(p)
+		   : len >= offsetof(struct wire_cm_priv, features) ? offsetof(struct wire_cm_priv, features)
+		   : offsetof(struct wire_cm_priv, max_large));
 	if (!p.window || p.window > WIRE_MAX_CREDITS || p.credits > p.window || !p.credit_rkey ||
 	    !p.max_msg)
 		return set_error(-EPROTO, "%s: peer's connection parameters are invalid "

@@ -31,7 +31,8 @@ enum wire_type {
 	/* internal to pollcore, never delivered (workers/rndv.c) */
 	WIRE_RNDV,	/* a rendezvous descriptor: READ my buffer (struct wire_rndv) */
 	WIRE_DONE,	/* the READ of a descriptor ended (struct wire_done) */
-	WIRE_TYPE_MAX = WIRE_DONE,
+	WIRE_ABORT,	/* leave a descriptor unread if not started (struct wire_done; PC_CM_FEAT_ABORT) */
+	WIRE_TYPE_MAX = WIRE_ABORT,
 };
 
 /*
@@ -113,8 +114,14 @@ struct wire_cm_priv {
 	 * CM pads with zeros) means max_msg.
 	 */
 	uint32_t max_large;
+	/* PC_CM_FEAT_*: what this side understands; 0 from a peer of an older layout */
+	uint32_t features;
 } __attribute__((packed));
-static_assert(sizeof(struct wire_cm_priv) == 32, "private data layout");
+static_assert(sizeof(struct wire_cm_priv) == 36, "private data layout");
+
+/* It takes WIRE_ABORT: a sender may withdraw a descriptor it no longer wants read. */
+#define PC_CM_FEAT_ABORT 1u
+#define PC_CM_FEATURES PC_CM_FEAT_ABORT
 static_assert(sizeof(struct wire_cm_priv) <= 56, "fits IB CM REQ private data");
 
 /* A grant larger than this is nonsense (or an attack on our counters). */
@@ -130,6 +137,14 @@ static_assert(sizeof(struct wire_cm_priv) <= 56, "fits IB CM REQ private data");
  *
  * A sender has at most WIRE_RNDV_MAX descriptors unanswered per
  * connection; a receiver that sees more closes the connection.
+ *
+ * A sender that no longer wants a descriptor read (the call it carries
+ * ended: deadline, cancel) sends WIRE_ABORT with its token to a peer that
+ * said PC_CM_FEAT_ABORT. A receiver that has not started that READ drops
+ * the descriptor and answers WIRE_DONE with -ECANCELED; one that has
+ * answers as it would have. An ABORT for a token it does not hold is
+ * ignored (its DONE crossed it). Either way the sender gets its DONE and
+ * invalidates the window, and only then reuses the bytes.
  */
 #define WIRE_RNDV_MAX 32u
 
@@ -144,9 +159,10 @@ struct wire_rndv {
 };
 static_assert(sizeof(struct wire_rndv) == 32, "descriptor layout");
 
+/* WIRE_DONE, and WIRE_ABORT (the sender's: @status 0) */
 struct wire_done {
 	uint64_t token;		/* the descriptor's */
-	int32_t status;		/* 0: read; a negative errno otherwise */
+	int32_t status;		/* 0: read; a negative errno otherwise (-ECANCELED: aborted, unread) */
 	uint32_t pad;
 };
 static_assert(sizeof(struct wire_done) == 16, "done layout");
@@ -191,6 +207,7 @@ int wire_done_check(const void *buf, uint32_t len, struct wire_done *out);
  * @max_msg: largest payload we accept.
  *
  * max_large is set to @max_msg (no rendezvous); the caller raises it.
+ * features is PC_CM_FEATURES.
  */
 void wire_cm_fill(struct wire_cm_priv *priv, uint32_t credits, uint32_t window,
 		  uint64_t credit_addr, uint32_t credit_rkey, uint32_t max_msg);

@@ -188,7 +188,7 @@ static int call(struct call *k, uint32_t len, uint32_t timeout_ms)
 	}
 	memset(m->data, k->pattern, len);
 	m->len = len;
-	while ((rc = pc_call(m, call_done, k, timeout_ms, &k->id)) == -ENOBUFS ||
+	while ((rc = pc_call(m, call_done, k, (uint64_t)timeout_ms * 1000, &k->id)) == -ENOBUFS ||
 	       rc == -EAGAIN) {
 		ck_assert(pc_test_now_ms() < end);
 		usleep(100);
@@ -382,7 +382,7 @@ START_TEST(test_unanswered_close)
 			break;
 		ck_assert_int_eq(rc, 0);
 	}
-	ck_assert_uint_ge(made, 3);
+	ck_assert_uint_ge(made, 2);
 	wait_runs(k, made, true, 30);
 	{
 		unsigned int timedout = 0;
@@ -394,7 +394,7 @@ START_TEST(test_unanswered_close)
 			ck_assert_msg(st == -ETIMEDOUT || st == -ENOTCONN, "call %u: %d", i, st);
 			timedout += st == -ETIMEDOUT;
 		}
-		ck_assert_uint_ge(timedout, 3);
+		ck_assert_uint_ge(timedout, 2);
 	}
 	{
 		uint64_t end = pc_test_now_ms() + 30000;

@@ -207,7 +207,7 @@ START_TEST(test_sharded_server)
 			if (m) {
 				memcpy(m->data, &key, 4);
 				m->len = 4;
-				rc = pc_call(m, shard_done, (void *)(uintptr_t)key, 30000, NULL);
+				rc = pc_call(m, shard_done, (void *)(uintptr_t)key, 30000000, NULL);
 				if (!rc)
 					break;
 				ck_assert_msg(rc == -EAGAIN || rc == -ENOBUFS, "call: %d", rc);

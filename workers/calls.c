@@ -1,37 +1,62 @@
 // SPDX-License-Identifier: MIT
 /*
- * Calls with a completion (pc_call() with done != NULL), on the worker
- * that owns the connection. Each ends exactly once, with the first of:
+ * Requests (pc_call()), on the worker that owns the connection.
+ *
+ * A request the worker takes in (dp_send()) enters the connection's window
+ * of ids in flight (c->reqs, at most `window`, the late ones included) or,
+ * when the window is full, waits in the connection's call queue (cw_*) in
+ * order, its deadline running, until a response or a dropped late one
+ * frees a place. pc_call() refuses (-EAGAIN) only beyond max_calls calls
+ * not ended, so an application never spins on a full window.
+ *
+ * A call with a completion ends exactly once, with the first of:
  *
  *   its response           -> done(response, 0)
  *   its deadline           -> done(request, -ETIMEDOUT)   (calls_expire())
- *   pc_call_cancel()       -> done(request, -ECANCELED)   (call_cancel())
+ *   pc_call_cancel()       -> done(request, -ECANCELED)   (call_cancel_*())
  *   the connection closing -> done(request, -ENOTCONN)    (calls_close())
  *
- * The request's buffer is the call's state (struct msg's call_* fields)
- * and, when the call fails, what carries its completion to the
- * application: the worker keeps it from pc_call() until the call ends and
- * the device is done with it (its send completed, flushed, or it never
- * left the backlog): CALL_ENDED and CALL_SENT, in either order. So a
- * completion never waits for a free buffer, and the request comes back to
- * the application intact. The reqset entry of its id points to it; a call
- * that ended before its response points to CALL_LATE instead, and keeps
- * its id (its window slot) until the response comes (dropped and counted)
- * or the connection closes.
+ * wherever the request is then: queued for the window, in the backlog
+ * (waiting for credits or send-queue room: it leaves the backlog and the
+ * window at once, no response can come), or posted. The request's buffer
+ * is the call's state (struct msg's call_* fields) and what carries its
+ * completion when it fails: the worker keeps it until the call ended and
+ * nothing uses the buffer any more (CALL_ENDED, CALL_SENT: its send
+ * completed or it never left; for a large request, the peer can no longer
+ * read it either, rndv.c; CALL_CANCEL_Q clear: no cancel names it on the
+ * way), and gives it back intact. A call that ended before its response
+ * keeps its id in the window (CALL_LATE) until the response comes
+ * (dropped, counted) or the connection closes.
  *
- * Nothing here runs per message for calls without a completion; calls
- * without a deadline cost one branch in the send completion.
+ * Ids and cancels. A call's id is (seq << 32 | caller << 20 | gidx): the
+ * caller's own sequence (an application slot's, or the worker's), the
+ * caller, and the request buffer's index among the worker's messages. So
+ * ids are unique in the engine, and pc_call_cancel() on any thread finds
+ * the call's buffer from the id alone: it marks the buffer's call_live
+ * word (a compare-and-swap against the id, so a buffer reused since is
+ * never touched) and hands the buffer's own cancel_ctx to the worker. A
+ * cancel needs no buffer and no ring slot: it cannot fail for lack of
+ * either.
+ *
+ * Deadlines count in stats_ticks(): the worker looks at them every turn
+ * while one is due (w->call_due), and a hybrid worker sleeps no longer
+ * than until the earliest.
  */
 #include "dp_credit.h"
+#include "rndv_pvt.h"
 
 #include <stdio.h>
 #include <string.h>
 #include "log_pvt.h"
 
 enum {
-	CALL_ENDED = 1,	/* call_status holds the outcome */
-	CALL_SENT = 2,	/* the device no longer uses the request's buffer */
+	CALL_ENDED = 1,		/* call_status holds the outcome */
+	CALL_SENT = 2,		/* the device no longer uses the request's buffer */
+	CALL_CANCEL_Q = 4,	/* its cancel_ctx is on the worker's queue, or about to be */
+	CALL_WAITING = 8,	/* on the connection's call queue, not yet in the window */
 };
+
+/* --- the completion --------------------------------------------------------------------- */
 
 /* Runs the completion carried by @m, or hands it to the caller's slot. */
 static void call_deliver(struct pc_worker *w, struct msg *m)
@@ -47,9 +72,14 @@ static void call_deliver(struct pc_worker *w, struct msg *m)
 	done(&m->pub, m->call_status, m->call_arg);
 }
 
-/* Ended and sent: the request goes back (a failed call) or to its pool (answered). */
-static void call_finish(struct pc_worker *w, struct msg *m)
+/* Ended, sent, no cancel on the way: the request goes back (failed) or to its pool. */
+static void call_maybe_finish(struct pc_worker *w, struct msg *m)
 {
+	const uint8_t all = CALL_ENDED | CALL_SENT;
+
+	if ((m->call_flags & (all | CALL_CANCEL_Q)) != all)
+		return;
+	m->call_flags = 0;
 	if (m->call_status == 0) {
 		m->call_done = NULL;
 		dp_msg_release(w, m);
@@ -60,21 +90,23 @@ static void call_finish(struct pc_worker *w, struct msg *m)
 
 static void call_end(struct pc_worker *w, struct conn *c, struct msg *m, int status)
 {
+	/* no cancel can name it from now on; one that did is on its way (CALL_CANCEL_Q) */
+	uint64_t live = atomic_exchange_explicit(&m->call_live, 0, memory_order_acquire);
+
+	if (live & CALL_CANCEL_BIT)
+		m->call_flags |= CALL_CANCEL_Q;
 	m->call_flags |= CALL_ENDED;
 	m->call_status = status;
 	if (m->call_deadline)
 		c->calls_timed--;
-	if (m->call_flags & CALL_SENT)
-		call_finish(w, m);
+	call_counted_end(c);
+	call_maybe_finish(w, m);
 }
 
-/* dp_send(): the request of a call with a completion is in flight (its id in c->reqs). */
-void call_begin(struct pc_worker *w, struct conn *c, struct msg *m)
+/* --- the window and the queue ----------------------------------------------------------- */
+
+static void call_timed(struct pc_worker *w, struct conn *c, struct msg *m)
 {
-	m->call_flags = 0;
-	m->call_status = 0;
-	if (!m->call_deadline)
-		return;
 	c->calls_timed++;
 	if (!c->on_call_list) {
 		c->on_call_list = true;
@@ -85,23 +117,147 @@ void call_begin(struct pc_worker *w, struct conn *c, struct msg *m)
 		w->call_due = m->call_deadline;
 }
 
-/* The send queue (or the backlog, cancelled) gave the request's buffer back. */
+/* @m's id enters the window: it goes to the backlog, to be posted. */
+static void call_enter(struct pc_worker *w, struct conn *c, struct msg *m)
+{
+	/* never full here (the caller looked), and ids are unique in the engine */
+	reqset_add_ptr(&c->reqs, m->pub.req_id, m->t_call, m->call_done ? m : NULL);
+	STAT_ADD(c->inflight_req, 1);
+	CONN_GAUGE_SET(c, inflight_req);
+	dp_backlog_add(c, &m->ctx);
+	if (c->state == CONN_UP)
+		dp_mark_dirty(w, c);
+}
+
+/* dp_send(): a request of @c (not raw); it is the worker's now and ends exactly once. */
+void call_submit(struct pc_worker *w, struct conn *c, struct msg *m)
+{
+	if (m->call_done) {
+		m->call_flags = 0;
+		m->call_status = 0;
+		if (m->call_deadline)
+			call_timed(w, c, m);
+	}
+	if (pc_likely(!c->cw_head && c->reqs.n < c->window)) {
+		call_enter(w, c, m);
+		return;
+	}
+	/* the window is full (late calls hold places too): in order, behind the others */
+	m->call_flags |= CALL_WAITING;
+	m->ctx.next = NULL;
+	*(c->cw_head ? c->cw_tail : &c->cw_head) = &m->ctx;
+	c->cw_tail = &m->ctx.next;
+	c->cw_n++;
+}
+
+/* Places came free in @c's window: the calls waiting for one go in, in order. */
+void call_admit(struct pc_worker *w, struct conn *c)
+{
+	while (c->cw_head && c->reqs.n < c->window && conn_accepts(c)) {
+		struct msg *m = pc_container_of(c->cw_head, struct msg, ctx);
+
+		c->cw_head = m->ctx.next;
+		c->cw_n--;
+		m->call_flags &= (uint8_t)~CALL_WAITING;
+		call_enter(w, c, m);
+	}
+}
+
+/* Takes @m off @c's call queue. */
+static void cw_unlink(struct conn *c, struct msg *m)
+{
+	struct wr_ctx **pp = &c->cw_head, *prev = NULL;
+
+	while (*pp != &m->ctx) {
+		prev = *pp;
+		pp = &(*pp)->next;
+	}
+	*pp = m->ctx.next;
+	if (c->cw_tail == &m->ctx.next)
+		c->cw_tail = prev ? &prev->next : &c->cw_head;
+	c->cw_n--;
+	m->call_flags &= (uint8_t)~CALL_WAITING;
+}
+
+/* Takes @ctx out of @c's backlog if it is there (not yet posted); true if it was. */
+static bool backlog_unlink(struct conn *c, struct wr_ctx *ctx)
+{
+	struct wr_ctx **pp, *prev = NULL;
+
+	for (pp = &c->bl_head; *pp; prev = *pp, pp = &(*pp)->next) {
+		if (*pp != ctx)
+			continue;
+		*pp = ctx->next;
+		if (c->bl_tail == &ctx->next)
+			c->bl_tail = prev ? &prev->next : &c->bl_head;
+		STAT_ADD(c->backlog, (uint32_t)-1);
+		CONN_GAUGE_SET(c, backlog);
+		return true;
+	}
+	return false;
+}
+
+/*
+ * Ends @m's call early (deadline, cancel) with @status, wherever its request
+ * is. Waiting for the window or in the backlog, it never reached the wire:
+ * it leaves the window too, and comes back at once. Posted, its id stays
+ * as late (a response may still come) and the request comes back once the
+ * device is done with it.
+ */
+static void call_fail(struct pc_worker *w, struct conn *c, struct msg *m, int status)
+{
+	struct reqent *e;
+
+	if (m->call_flags & CALL_WAITING) {
+		cw_unlink(c, m);
+		m->call_flags |= CALL_SENT;
+		call_end(w, c, m, status);
+		return;
+	}
+	e = reqset_find(&c->reqs, m->pub.req_id);
+	if (backlog_unlink(c, &m->ctx)) {
+		reqset_take(&c->reqs, m->pub.req_id, NULL);
+		STAT_ADD(c->inflight_req, (uint32_t)-1);
+		CONN_GAUGE_SET(c, inflight_req);
+		m->call_flags |= CALL_SENT;
+		call_end(w, c, m, status);
+		call_admit(w, c);
+		return;
+	}
+	/* on the wire: a late response may come; it keeps its place until then */
+	if (e)
+		e->ptr = CALL_LATE;
+	if (status != -ENOTCONN)
+		c->unanswered++;
+	/* a large request: the peer is asked to leave it unread (rndv.c) */
+	if (pc_unlikely(m->pool == POOL_LARGE) && status != -ENOTCONN)
+		rndv_call_abort(w, c, m);
+	call_end(w, c, m, status);
+}
+
+/* The send queue (or a backlog given back) is done with the request's buffer. */
 void call_sent(struct pc_worker *w, struct msg *m)
 {
 	m->call_flags |= CALL_SENT;
-	if (m->call_flags & CALL_ENDED)
-		call_finish(w, m);
+	call_maybe_finish(w, m);
 }
 
-/* A call whose request reached a closed connection: it never was in flight. */
-void call_refused(struct pc_worker *w, struct msg *m)
+/* A request that reached a closed connection: never in flight. */
+void call_refused(struct pc_worker *w, struct conn *c, struct msg *m)
 {
-	m->call_flags = CALL_ENDED | CALL_SENT;
-	m->call_status = -ENOTCONN;
-	call_deliver(w, m);
+	atomic_store_explicit(&m->call_live, 0, memory_order_relaxed);
+	if (m->call_done) {
+		m->call_flags = CALL_ENDED | CALL_SENT;
+		m->call_status = -ENOTCONN;
+		call_counted_end(c);
+		call_deliver(w, m);
+		return;
+	}
+	call_counted_end(c);
+	dp_msg_release(w, m);
 }
 
-/* The response to a call with a completion (@call: its reqset pointer). */
+/* The response to a call with a completion (@call: its reqset pointer, or CALL_LATE). */
 void call_answer(struct pc_worker *w, struct conn *c, struct msg *resp, void *call)
 {
 	struct msg *req = call;
@@ -122,35 +278,44 @@ void call_answer(struct pc_worker *w, struct conn *c, struct msg *resp, void *ca
 	call_deliver(w, resp);
 }
 
-/* Ends the call in @e with @status; its response, if any, will be dropped. */
-static void call_fail(struct pc_worker *w, struct conn *c, struct reqent *e, int status)
-{
-	struct msg *m = e->ptr;
+/* --- cancels ---------------------------------------------------------------------------- */
 
-	e->ptr = CALL_LATE;
-	if (status != -ENOTCONN)
-		c->unanswered++;
-	call_end(w, c, m, status);
+/* Whether @m's call is still to end. */
+static inline bool call_pending(const struct msg *m)
+{
+	return m->call_done && !(m->call_flags & CALL_ENDED);
 }
 
-static bool call_pending(const struct reqent *e)
+static void cancel(struct pc_worker *w, struct msg *m)
 {
-	return e->id && e->ptr && e->ptr != CALL_LATE;
-}
+	struct conn *c = m->ctx.conn;
 
-/* pc_call_cancel() reached the worker. */
-void call_cancel(struct pc_worker *w, struct conn *c, uint64_t req_id)
-{
-	struct reqent *e;
-
-	if (c->state >= CONN_DRAINING)
-		return;	/* calls_close() ends them */
-	e = reqset_find(&c->reqs, req_id);
-	if (!e || !call_pending(e))
-		return;	/* answered, ended, or never a call with a completion */
+	if (!call_pending(m) || c->state >= CONN_DRAINING)
+		return;	/* answered or ended meanwhile; a closing conn's calls end with it */
 	STAT_ADD(c->st->call_cancels, 1);
-	call_fail(w, c, e, -ECANCELED);
+	call_fail(w, c, m, -ECANCELED);
 }
+
+/* A cancel_ctx off the submission queue: @m's call was asked to end. */
+void call_cancel_dequeued(struct pc_worker *w, struct msg *m)
+{
+	m->call_flags &= (uint8_t)~CALL_CANCEL_Q;
+	if (!(m->call_flags & CALL_ENDED)) {
+		/* asked before it ended: the call_live exchange in call_end() has not run */
+		atomic_store_explicit(&m->call_live, 0, memory_order_relaxed);
+		cancel(w, m);
+		return;
+	}
+	call_maybe_finish(w, m);
+}
+
+/* pc_call_cancel() on @m's own worker: at once. */
+void call_cancel_here(struct pc_worker *w, struct msg *m)
+{
+	cancel(w, m);
+}
+
+/* --- closing ------------------------------------------------------------------------------ */
 
 static void call_list_del(struct pc_worker *w, struct conn *c)
 {
@@ -165,63 +330,102 @@ static void call_list_del(struct pc_worker *w, struct conn *c)
 }
 
 /*
- * drain_begin(): every call still waiting ends with -ENOTCONN. Before the
- * backlog is cancelled and the send queue flushed, which give the buffers
- * back (call_sent()).
+ * drain_begin(): every call still to end ends with -ENOTCONN, the queued
+ * ones given back at once; before the backlog is cancelled and the send
+ * queue flushed, which give the others' buffers back (call_sent()).
  */
 void calls_close(struct pc_worker *w, struct conn *c)
 {
 	uint32_t i;
 
-	for (i = 0; c->reqs.n && i <= c->reqs.mask; i++)
-		if (call_pending(&c->reqs.slot[i]))
-			call_fail(w, c, &c->reqs.slot[i], -ENOTCONN);
+	while (c->cw_head) {
+		struct msg *m = pc_container_of(c->cw_head, struct msg, ctx);
+
+		c->cw_head = m->ctx.next;
+		c->cw_n--;
+		m->call_flags &= (uint8_t)~CALL_WAITING;
+		if (m->call_done) {
+			m->call_flags |= CALL_SENT;
+			call_end(w, c, m, -ENOTCONN);
+		} else {
+			dp_count_dropped(w, c, 1);
+			call_counted_end(c);
+			dp_msg_release(w, m);
+		}
+	}
+	c->cw_tail = &c->cw_head;
+	for (i = 0; c->reqs.n && i <= c->reqs.mask; i++) {
+		struct reqent *e = &c->reqs.slot[i];
+
+		if (e->id && e->ptr && e->ptr != CALL_LATE) {
+			struct msg *m = e->ptr;
+
+			e->ptr = CALL_LATE;
+			call_end(w, c, m, -ENOTCONN);
+		}
+	}
 	call_list_del(w, c);
 	/* what is still due may come while it drains: dropped as late, nothing more */
 	c->unanswered = 0;
 }
 
+/* --- deadlines ---------------------------------------------------------------------------- */
+
+/* Ends @m's call if its deadline passed at @now; else folds it into *@due. */
+static bool expire_one(struct pc_worker *w, struct conn *c, struct msg *m, uint64_t now,
+		       uint64_t *due)
+{
+	if (!m->call_deadline || !call_pending(m))
+		return false;
+	if (m->call_deadline > now) {
+		if (!*due || m->call_deadline < *due)
+			*due = m->call_deadline;
+		return false;
+	}
+	STAT_ADD(c->st->call_timeouts, 1);
+	call_fail(w, c, m, -ETIMEDOUT);
+	return true;
+}
+
 /* The deadlines of @c's calls at @now; returns the earliest still to come (0: none). */
 static uint64_t conn_expire(struct pc_worker *w, struct conn *c, uint64_t now)
 {
+	struct wr_ctx *ctx, *next;
 	uint64_t due = 0;
 	uint32_t i;
 
+	/* queued for the window: each taken off as it fails, so walk with care */
+	for (ctx = c->cw_head; ctx && c->calls_timed; ctx = next) {
+		next = ctx->next;
+		expire_one(w, c, pc_container_of(ctx, struct msg, ctx), now, &due);
+	}
 	for (i = 0; c->calls_timed && i <= c->reqs.mask; i++) {
 		struct reqent *e = &c->reqs.slot[i];
-		struct msg *m;
 
-		if (!call_pending(e))
+		if (!e->id || !e->ptr || e->ptr == CALL_LATE)
 			continue;
-		m = e->ptr;
-		if (!m->call_deadline || (m->call_flags & CALL_ENDED))
-			continue;
-		if (m->call_deadline > now) {
-			if (!due || m->call_deadline < due)
-				due = m->call_deadline;
-			continue;
-		}
-		STAT_ADD(c->st->call_timeouts, 1);
-		call_fail(w, c, e, -ETIMEDOUT);
+		/* a failure may shift the table's run back into this slot: look at it again */
+		if (expire_one(w, c, e->ptr, now, &due) && e->id)
+			i--;
 	}
-	if (c->unanswered > w->p->max_unanswered) {
+	/* every place of the window held by a call that will never be answered */
+	if (c->unanswered >= w->p->max_unanswered) {
 		set_error(-ETIMEDOUT,
-			     "%s port %u qp 0x%x: %u calls unanswered after their deadline or cancel (max_unanswered %u); closing",
-			     w->dev->name, w->dev->port, c->qpn, c->unanswered,
-			     w->p->max_unanswered);
+			  "%s port %u qp 0x%x: %u calls unanswered after their deadline or cancel (max_unanswered %u); closing",
+			  w->dev->name, w->dev->port, c->qpn, c->unanswered, w->p->max_unanswered);
 		drain_fail(w, c, -ETIMEDOUT);
 	}
 	return due;
 }
 
-/* Housekeeping turns, while some call has a deadline: those that passed end. */
-void calls_expire(struct pc_worker *w)
+/* While some call has a deadline, every turn: those that passed end. */
+void calls_expire(struct pc_worker *w, uint64_t now)
 {
-	uint64_t now = coarse_ns(), due = 0;
 	struct conn **pp = &w->call_conns;
+	uint64_t due = 0;
 
-	if (now < w->call_due)
-		return;
+	/* a completion that runs in here may make a call with an earlier deadline: it lowers this */
+	w->call_due = 0;
 	while (*pp) {
 		struct conn *c = *pp;
 		uint64_t d = c->state < CONN_DRAINING ? conn_expire(w, c, now) : 0;
@@ -238,5 +442,29 @@ void calls_expire(struct pc_worker *w)
 			due = d;
 		pp = &c->calls_next;
 	}
-	w->call_due = due;
+	if (due && (!w->call_due || due < w->call_due))
+		w->call_due = due;
+}
+
+/* --- ids ---------------------------------------------------------------------------------- */
+
+/*
+ * The message of @w whose gidx is @gidx, or NULL: receive buffers, send
+ * buffers, raw receive buffers, then the large pool's entries. Any thread:
+ * the arrays are set up before the engine runs and stay until it goes.
+ */
+struct msg *msg_by_gidx(struct pc_worker *w, uint32_t gidx)
+{
+	const struct pc_engine_params *p = w->p;
+
+	if (gidx < p->rx_bufs)
+		return &w->rx_msgs[gidx];
+	gidx -= p->rx_bufs;
+	if (gidx < p->tx_bufs)
+		return &w->tx_msgs[gidx];
+	gidx -= p->tx_bufs;
+	if (gidx < p->raw_bufs)
+		return &w->raw_msgs[gidx];
+	gidx -= p->raw_bufs;
+	return w->rv && gidx < w->rv->nlm ? &w->rv->lm[gidx].m : NULL;
 }

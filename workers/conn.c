@@ -107,6 +107,7 @@ void conn_apply_peer(struct conn *c)
 	c->peer_credit_rkey = c->peer_priv.credit_rkey;
 	c->peer_max_msg = c->peer_priv.max_msg;
 	c->rv.peer_max_large = wire_cm_max_large(&c->peer_priv);
+	c->rv.peer_abort = c->peer_priv.features & PC_CM_FEAT_ABORT;
 	c->peer_window = c->peer_priv.window;
 }
 

@@ -15,8 +15,9 @@
  *   counters (*st: a stats slot) | write relaxed | read           | read
  *   gauges (backlog, held, ...)  | write relaxed | read           | read
  *   creq                         | exchange (UP) | exchange       | create, wait
- *   refs_app, next_req_id,       | read          | -              | RMW
- *   req_abandoned (app line)     |               |                |
+ *   refs_app, calls_made         | read          | -              | RMW
+ *   (app line)                   |               |                |
+ *   calls_ended                  | write         | -              | read
  *   hrefs (app line)             | RMW           | RMW            | RMW
  *
  * Control messages travel in wfcqueues (struct ctl_inbox): one per worker
@@ -43,6 +44,7 @@
 #include <pollcore/common.h>
 #include <pollcore/stats.h>
 
+#include "mpscq.h"
 #include "reqset.h"
 #include "sq.h"
 #include "wire.h"
@@ -158,6 +160,7 @@ enum wr_kind {
 	WR_RNDV_INV,	/* invalidate it after DONE (sender) */
 	WR_RNDV_READ,	/* READ the peer's bytes into it (receiver) */
 	WR_RNDV_DONE,	/* tell the peer its bytes were read (receiver) */
+	WR_RNDV_ABORT,	/* ask the peer to leave them unread (sender; wire.h) */
 };
 
 /* What a submission through the MPSC ring asks for. */
@@ -172,10 +175,19 @@ enum wr_action {
 struct wr_ctx {
 	uint8_t kind;
 	uint8_t action;
-	uint8_t ref;		/* a ring entry holding a reference on conn (conn_ref_app()) */
-	struct wr_ctx *next;	/* backlog / overflow links */
+	uint8_t ref;		/* a submission holding a reference on conn (conn_ref_app()) */
+	union {
+		struct wr_ctx *next;	/* backlog / overflow links: the worker's */
+		struct mpscq_node qnode;	/* on a worker's submission queue (mpscq.h) */
+	};
 	struct conn *conn;	/* connection it is posted on */
 };
+static_assert(sizeof(struct wr_ctx) == 24, "fits pc_work.priv and pc_op.priv");
+
+static inline struct wr_ctx *ctx_of_qnode(struct mpscq_node *n)
+{
+	return pc_container_of(n, struct wr_ctx, qnode);
+}
 
 /* --- control messages ---------------------------------------------------- */
 
@@ -290,7 +302,9 @@ struct rndv_conn {
 	/* descriptors waiting for room in the pool, in order (at most WIRE_RNDV_MAX) */
 	struct wire_rndv pend[WIRE_RNDV_MAX];
 	uint64_t pend_req[WIRE_RNDV_MAX];
+	bool pend_abort[WIRE_RNDV_MAX];	/* the sender withdrew it (WIRE_ABORT): never read */
 	uint32_t pend_head, pend_n;
+	bool peer_abort;	/* the peer takes WIRE_ABORT (PC_CM_FEAT_ABORT) */
 	/*
 	 * READs, DONEs and LOCAL_INVs to post, in order: a queue apart from the
 	 * backlog, posted before it, so that they never wait behind a large
@@ -351,10 +365,14 @@ struct conn {
 	uint32_t rq_size;	/* raw peer: bytes per receive */
 	uint64_t peer_credit_addr;
 	uint32_t peer_credit_rkey;
-	/* rpc: the ids of the requests sent and not yet answered (core/reqset.h) */
+	/* rpc: the window, ids of the requests sent and not yet answered (core/reqset.h) */
 	struct reqset reqs;
-	uint64_t req_answered;	/* responses matched; pc_call() reads it relaxed */
 	uint32_t inflight_req;
+	/* requests waiting for a place in the window, in order (calls.c) */
+	struct wr_ctx *cw_head, **cw_tail;
+	uint32_t cw_n;
+	/* calls ended (pc_call()'s max_calls counts those not ended); app threads read it */
+	uint64_t calls_ended;
 	/* calls with a completion (calls.c) */
 	uint32_t calls_timed;	/* with a deadline, not ended */
 	uint32_t unanswered;	/* ended by a deadline or a cancel, their response still due */
@@ -448,9 +466,8 @@ struct conn {
 	 * keep it from retiring; this keeps it from being freed.
 	 */
 	atomic_uint hrefs;
-	/* pc_call(): the next request id, and ids taken but never submitted */
-	uint64_t next_req_id;
-	uint64_t req_abandoned;
+	/* pc_call(): calls accepted (max_calls counts those not ended) */
+	uint64_t calls_made;
 
 	/* before the worker gives it a slot, after it gives the slot back, or without one */
 	struct pc_stats_conn st_local pc_cache_aligned;

@@ -308,10 +308,15 @@ static bool response_matches(struct pc_worker *w, struct conn *c, uint64_t req_i
 	}
 	STAT_ADD(c->inflight_req, (uint32_t)-1);
 	CONN_GAUGE_SET(c, inflight_req);
-	STAT_ADD(c->req_answered, 1);
 	now = worker_now_batch(w);
 	wstats_rpc(&w->ws, now > e.val ? stats_ticks_ns(now - e.val) : 0);
 	*call = e.ptr;
+	/* a call without completion ends with its response (a call's ends in call_answer()) */
+	if (!e.ptr)
+		call_counted_end(c);
+	/* a place came free in the window: a call waiting for one goes in */
+	if (pc_unlikely(c->cw_head != NULL))
+		call_admit(w, c);
 	return true;
 }
 
@@ -604,8 +609,9 @@ static pc_always_inline void wr_done(struct pc_worker *w, struct wr_ctx *ctx, bo
 		/* flushed or failed: not known to have arrived */
 		if (failed)
 			dp_count_dropped(w, ctx->conn, 1);
-		if (pc_unlikely(m->pool == POOL_LARGE))
-			rndv_msg_sent(w, m, failed);
+		/* a large call's request waits for its window too (rndv_msg_sent()) */
+		if (pc_unlikely(m->pool == POOL_LARGE) && rndv_msg_sent(w, m, failed))
+			break;
 		/* a call's request stays with its call until that ends */
 		if (pc_unlikely(m->call_done != NULL))
 			call_sent(w, m);

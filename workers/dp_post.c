@@ -220,9 +220,10 @@ static void flush_rndv(struct pc_worker *w, struct conn *c, uint32_t space, uint
 	while (c->rv.q_head && ch->n < space) {
 		struct wr_ctx *ctx = c->rv.q_head;
 
-		/* a DONE is credited; a READ waits for the QP's initiator depth */
+		/* a DONE or ABORT is credited; a READ waits for the QP's initiator depth */
 		if (!rndv_ready(w, c, ctx, space - ch->n) ||
-		    (ctx->kind == WR_RNDV_DONE && !credit_spend(w, c, granted, avail)))
+		    ((ctx->kind == WR_RNDV_DONE || ctx->kind == WR_RNDV_ABORT) &&
+		     !credit_spend(w, c, granted, avail)))
 			break;
 		rndv_add(w, c, ctx);
 		c->rv.q_head = ctx->next;
@@ -359,29 +360,23 @@ void dp_grant_wait_check(struct pc_worker *w)
 
 /* --- submissions ------------------------------------------------------------------------- */
 
+/*
+ * @m reached a conn that takes nothing more: given back (a request's call
+ * ends, its completion saying -ENOTCONN: 0 then, the call was taken).
+ */
 int dp_send_refused(struct pc_worker *w, struct msg *m)
 {
+	struct conn *c = m->ctx.conn;
+
+	if (m->pub.type == PC_MSG_REQUEST && !c->raw) {
+		bool completes = m->call_done != NULL;
+
+		call_refused(w, c, m);
+		return completes ? 0 : -ENOTCONN;
+	}
 	m->call_done = NULL;
 	dp_msg_release(w, m);
 	return -ENOTCONN;
-}
-
-int dp_send_request(struct pc_worker *w, struct conn *c, struct msg *m)
-{
-	/* pc_call() keeps the window, so this fails only for an id used twice */
-	if (pc_unlikely(!reqset_add_ptr(&c->reqs, m->pub.req_id, m->t_call,
-					m->call_done ? m : NULL))) {
-		pc_warn("%s qp 0x%x: request id %llu already in flight; message released",
-			w->dev->name, c->qpn, (unsigned long long)m->pub.req_id);
-		m->call_done = NULL;
-		dp_msg_release(w, m);
-		return -EINVAL;
-	}
-	STAT_ADD(c->inflight_req, 1);
-	CONN_GAUGE_SET(c, inflight_req);
-	if (m->call_done)
-		call_begin(w, c, m);
-	return 0;
 }
 
 /* Reports through done() only, on either path: pc_rdma() then returns 0. */
@@ -406,32 +401,22 @@ void dp_submit(struct pc_worker *w, struct wr_ctx *ctx)
 
 	ctx->ref = 0;
 	switch (ctx->action) {
-	case ACT_SEND: {
-		struct msg *m = pc_container_of(ctx, struct msg, ctx);
-
-		/* pc_send() returned 0 for it already: a refusal now is a drop */
-		if (pc_unlikely(!conn_accepts(c) && m->call_done)) {
-			/* ... and pc_call() promised its completion: the request comes back */
+	case ACT_SEND:
+		/* pc_send() returned 0 for it already: a refusal now is a drop (a call's completion says so) */
+		if (pc_unlikely(!conn_accepts(c)))
 			dp_count_dropped(w, c, 1);
-			call_refused(w, m);
-		} else if (dp_send(w, m)) {
-			dp_count_dropped(w, c, 1);
-		}
+		dp_send(w, pc_container_of(ctx, struct msg, ctx));
 		break;
-	}
 	case ACT_WORK: {
 		struct pc_work *work = pc_container_of((void *)ctx, struct pc_work, priv);
 
 		work->fn(work);
 		break;
 	}
-	case ACT_CANCEL: {
-		struct msg *m = pc_container_of(ctx, struct msg, ctx);
-
-		call_cancel(w, c, m->pub.req_id);
-		dp_msg_release(w, m);
+	case ACT_CANCEL:
+		/* pc_call_cancel(): the request's own cancel_ctx */
+		call_cancel_dequeued(w, pc_container_of(ctx, struct msg, cancel_ctx));
 		break;
-	}
 	case ACT_RELEASE:
 		dp_msg_release(w, pc_container_of(ctx, struct msg, ctx));
 		break;

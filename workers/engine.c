@@ -19,6 +19,7 @@
 static __thread struct {
 	struct pc_engine *e;
 	int slot;
+	uint32_t seq;	/* this thread's call sequence on @e (call ids) */
 } app_binding[APP_BINDINGS];
 
 static int app_slot(const struct pc_engine *e)
@@ -58,6 +59,11 @@ static int params_normalise(struct pc_engine_params *p)
 	DEFAULT(ring_size, 1024);
 	DEFAULT(max_conns_per_worker, 1024);
 	DEFAULT(max_unanswered, p->window);
+	if (p->max_unanswered > p->window)
+		return set_error(-EINVAL, "max_unanswered %u exceeds window %u: unanswered calls "
+				 "hold places of the window, so it could never be reached",
+				 p->max_unanswered, p->window);
+	DEFAULT(max_calls, 2 * p->window);
 	DEFAULT(max_msg_size, PC_MAX_MSG_DEFAULT);
 	if (p->max_msg_size < p->msg_size)
 		p->max_msg_size = p->msg_size;
@@ -70,6 +76,14 @@ static int params_normalise(struct pc_engine_params *p)
 					    "the largest message could never be received",
 					    (unsigned long long)p->large_pool_size, p->max_msg_size);
 	}
+	/* a call's id names its buffer among the worker's messages (worker_pvt.h) */
+	if ((uint64_t)p->rx_bufs + p->tx_bufs + p->raw_bufs +
+		    (p->max_msg_size > p->msg_size ? p->large_pool_size >> 16 : 0) + 128 >
+	    (1u << CALL_GIDX_BITS))
+		return set_error(-EINVAL, "rx_bufs %u, tx_bufs %u, raw_bufs %u and a large pool of "
+				 "%llu MiB make more than %u buffers per worker",
+				 p->rx_bufs, p->tx_bufs, p->raw_bufs,
+				 (unsigned long long)(p->large_pool_size >> 20), 1u << CALL_GIDX_BITS);
 	DEFAULT(idle_spins, 1000);
 	DEFAULT(grant_delay_us, PC_GRANT_DELAY_DEFAULT_US);
 	if (p->grant_delay_us > 10u * 1000 * 1000)
@@ -283,6 +297,13 @@ struct pc_engine *pc_engine_create(const struct pc_engine_params *params)
 	ret = placement(e);
 	if (ret)
 		goto err;
+	/* call ids name their caller: an application slot or a worker (worker_pvt.h) */
+	if ((uint64_t)e->p.app_threads + e->ndevs * e->p.workers_per_device >= CALL_CALLER_ANY) {
+		ret = set_error(-EINVAL, "%u application threads and %u workers: at most %u in all",
+				e->p.app_threads, e->ndevs * e->p.workers_per_device,
+				CALL_CALLER_ANY - 1);
+		goto err;
+	}
 	e->conns = cds_lfht_new(64, 64, 0, CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING, NULL);
 	e->slot_taken = calloc(e->p.app_threads, sizeof(*e->slot_taken));
 	n = e->ndevs * e->p.workers_per_device;
@@ -485,9 +506,21 @@ void pc_engine_destroy(struct pc_engine *e)
 /* --- routing --------------------------------------------------------------------------- */
 
 /*
+ * Hands @ctx to worker @w, which is not this thread: its submission queue
+ * takes every node (each submission carries its own), so this never fails.
+ */
+static pc_always_inline void submit(struct pc_worker *w, struct wr_ctx *ctx)
+{
+	mpscq_push(&w->submit, &ctx->qnode);
+	worker_wake(w);
+}
+
+/*
  * Runs @ctx's action on its worker: directly on that worker, else through
- * its ring. A ring entry that names a conn nothing else keeps alive (@ref)
- * takes a reference on it, which the worker gives back when it dequeues it.
+ * its submission queue. A submission that names a conn nothing else keeps
+ * alive (@ref: a message sent on a conn other than its own) takes a
+ * reference on it, which the worker gives back when it takes the
+ * submission: -ENOTCONN when that conn is closing (nothing submitted).
  */
 static pc_always_inline int route(struct pc_worker *w, struct wr_ctx *ctx, bool ref)
 {
@@ -505,12 +538,7 @@ static pc_always_inline int route(struct pc_worker *w, struct wr_ctx *ctx, bool 
 			return -ENOTCONN;
 		ctx->ref = 1;
 	}
-	if (pc_unlikely(pc_ring_mpsc_enqueue(w->submit, ctx))) {
-		if (ref)
-			conn_unref_app(ctx->conn);
-		return -ENOBUFS; /* counted by the ring; the caller still owns it */
-	}
-	worker_wake(w);
+	submit(w, ctx);
 	return 0;
 }
 
@@ -566,11 +594,13 @@ struct pc_msg *pc_msg_alloc(struct pc_conn *pconn)
 	return &m->pub;
 }
 
-static pc_always_inline int msg_submit(struct pc_msg *pm, uint8_t type)
+/*
+ * Whether @m may be sent on @c: 0, or -EMSGSIZE, -EXDEV, -EINVAL (the
+ * message is still the caller's), pc_last_error() saying why.
+ */
+static pc_always_inline int msg_check(const struct conn *c, struct msg *m)
 {
-	struct msg *m = msg_of(pm);
-	struct conn *c = (struct conn *)pm->conn;
-	int ret;
+	const struct pc_msg *pm = &m->pub;
 
 	if (pc_unlikely(pm->len > pm->cap))
 		return set_error(-EMSGSIZE, "message of %u bytes exceeds capacity %u", pm->len,
@@ -579,31 +609,49 @@ static pc_always_inline int msg_submit(struct pc_msg *pm, uint8_t type)
 		return set_error(-EXDEV, "message belongs to %s, connection to %s", m->w->name,
 				    c->w->name);
 	/* a buffer of the large pool goes by rendezvous, or as header and payload */
-	if (pc_unlikely(m->pool == POOL_LARGE)) {
-		ret = rndv_submit_check(c, m);
-		if (ret)
-			return ret;
-	} else {
-		if (pc_unlikely(!c->raw && c->peer_max_msg && pm->len > c->peer_max_msg))
-			return set_error(-EMSGSIZE, "%s qp 0x%x: message of %u bytes exceeds the peer's maximum %u",
-					    c->w->dev->name, c->qpn, pm->len, c->peer_max_msg);
-		/* a received buffer may be sent on: its payload offset follows the conn */
-		if (pc_unlikely(pm->data != (char *)m->buf->addr + (c->raw ? 0 : WIRE_HDR_LEN)))
-			return set_error(-EINVAL, "message data pointer was moved");
-	}
+	if (pc_unlikely(m->pool == POOL_LARGE))
+		return rndv_submit_check(c, m);
+	if (pc_unlikely(!c->raw && c->peer_max_msg && pm->len > c->peer_max_msg))
+		return set_error(-EMSGSIZE, "%s qp 0x%x: message of %u bytes exceeds the peer's maximum %u",
+				    c->w->dev->name, c->qpn, pm->len, c->peer_max_msg);
+	/* a received buffer may be sent on: its payload offset follows the conn */
+	if (pc_unlikely(pm->data != (char *)m->buf->addr + (c->raw ? 0 : WIRE_HDR_LEN)))
+		return set_error(-EINVAL, "message data pointer was moved");
+	return 0;
+}
+
+/* A send to a closing or closed @c: the message goes back (engine.h), untouched after. */
+static pc_noinline int msg_refuse(struct msg *m)
+{
+	m->call_done = NULL;
+	pc_msg_release(&m->pub);
+	return -ENOTCONN;
+}
+
+static pc_always_inline bool conn_closing(const struct conn *c)
+{
 	/* closing or closed, maybe past DOWN (the message keeps @c allocated) */
-	if (pc_unlikely(__atomic_load_n(&c->state, __ATOMIC_RELAXED) >= CONN_DRAINING)) {
-		ret = pc_msg_release(pm);
-		return ret ? ret : -ENOTCONN;
-	}
+	return __atomic_load_n(&c->state, __ATOMIC_RELAXED) >= CONN_DRAINING;
+}
+
+static pc_always_inline int msg_submit(struct pc_msg *pm, uint8_t type)
+{
+	struct msg *m = msg_of(pm);
+	struct conn *c = (struct conn *)pm->conn;
+	int ret = msg_check(c, m);
+
+	if (pc_unlikely(ret))
+		return ret;
+	if (pc_unlikely(conn_closing(c)))
+		return msg_refuse(m);
 	pm->type = type;
-	/* pc_call() set the call up; any other send carries none */
-	if (type != PC_MSG_REQUEST)
-		m->call_done = NULL;
+	m->call_done = NULL;
 	m->ctx.conn = c;
 	m->ctx.action = ACT_SEND;
-	/* a message keeps its origin alive; sent elsewhere, the entry keeps the target */
+	/* a message keeps its origin alive; sent elsewhere, the submission keeps the target */
 	ret = route(c->w, &m->ctx, m->origin != c);
+	if (pc_unlikely(ret == -ENOTCONN && self_worker != c->w))
+		return msg_refuse(m);
 	return ret;
 }
 
@@ -613,61 +661,97 @@ int pc_send(struct pc_msg *msg)
 }
 
 /*
- * Requests in flight, as seen from an app thread: ids taken, less those
- * answered (the worker counts) and those never submitted. Stale reads only
- * make it larger, so the window is never exceeded.
+ * Takes one of @c's max_calls places: calls accepted and not ended (the
+ * worker counts those, relaxed; a stale count only refuses).
  */
-static uint64_t calls_open(const struct conn *c, uint64_t next)
+static pc_always_inline bool calls_reserve(struct conn *c, uint32_t max)
 {
-	return next - 1 - __atomic_load_n(&c->req_answered, __ATOMIC_RELAXED) -
-	       __atomic_load_n(&c->req_abandoned, __ATOMIC_RELAXED);
+	uint64_t made = __atomic_load_n(&c->calls_made, __ATOMIC_RELAXED);
+
+	do {
+		if (made - __atomic_load_n(&c->calls_ended, __ATOMIC_RELAXED) >= max)
+			return false;
+	} while (!__atomic_compare_exchange_n(&c->calls_made, &made, made + 1, true,
+					      __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+	return true;
 }
 
-int pc_call(struct pc_msg *msg, pc_call_fn done, void *arg, uint32_t timeout_ms,
+/* A new call's id, from the calling thread's own sequence (worker_pvt.h). */
+static pc_always_inline uint64_t call_new_id(struct pc_engine *e, struct pc_worker *w,
+					     const struct msg *m)
+{
+	unsigned int i;
+
+	if (self_worker && self_worker->p == &e->p) {
+		if (pc_unlikely(!(++self_worker->call_seq & CALL_SEQ_MASK)))
+			self_worker->call_seq = 1;
+		return call_id_make(self_worker->call_seq, e->p.app_threads + self_worker->idx,
+				    m->gidx);
+	}
+	(void)w;
+	for (i = 0; i < APP_BINDINGS; i++) {
+		if (app_binding[i].e != e)
+			continue;
+		if (pc_unlikely(!(++app_binding[i].seq & CALL_SEQ_MASK)))
+			app_binding[i].seq = 1;
+		return call_id_make(app_binding[i].seq, (uint32_t)app_binding[i].slot, m->gidx);
+	}
+	return call_id_make(atomic_fetch_add_explicit(&e->call_seq_any, 1, memory_order_relaxed) | 1,
+			    CALL_CALLER_ANY, m->gidx);
+}
+
+int pc_call(struct pc_msg *msg, pc_call_fn done, void *arg, uint64_t timeout_us,
 	    uint64_t *req_id)
 {
 	struct conn *c = (struct conn *)msg->conn;
 	struct msg *m = msg_of(msg);
+	struct pc_worker *w = c->w;
+	bool here = self_worker == w, ref;
 	uint64_t id;
 	int ret;
 
-	if (pc_unlikely(!done && timeout_ms))
+	if (pc_unlikely(!done && timeout_us))
 		return set_error(-EINVAL, "pc_call: a deadline needs a completion");
 	if (pc_unlikely(done && c->raw))
 		return set_error(-EINVAL, "%s qp 0x%x: pc_call with a completion on a raw peer, "
 				    "which sends no responses", c->devname, c->qpn);
+	ret = msg_check(c, m);
+	if (pc_unlikely(ret))
+		return ret;
+	if (pc_unlikely(conn_closing(c)))
+		return msg_refuse(m);
+	/* sent on a conn other than its own: the submission keeps that one alive */
+	ref = !here && m->origin != c;
+	if (pc_unlikely(ref && !conn_ref_app(c)))
+		return msg_refuse(m);
+	/* calls not ended: those beyond the window wait in the engine, up to max_calls */
+	if (pc_unlikely(!c->raw && !calls_reserve(c, w->p->max_calls))) {
+		if (ref)
+			conn_unref_app(c);
+		return -EAGAIN;
+	}
+	/* from here on nothing fails: the worker takes the call, and ends it once */
+	id = call_new_id(c->e, w, m);
+	msg->req_id = id;
+	msg->type = PC_MSG_REQUEST;
+	/* on the worker, inside a batch that had a response: that batch's clock read */
+	m->t_call = here && w->ws.now_batch ? w->ws.now_batch : stats_ticks();
 	m->call_done = done;
 	if (done) {
 		m->call_arg = arg;
-		/* the coarse clock (vDSO, no system call), and only for calls that have one */
-		m->call_deadline = timeout_ms ? coarse_ns() + (uint64_t)timeout_ms * 1000000 : 0;
-		m->call_slot = self_worker == c->w ? -1 : (int16_t)app_slot(c->e);
+		m->call_deadline = timeout_us ? m->t_call + stats_us_ticks(timeout_us) : 0;
+		m->call_slot = here ? -1 : (int16_t)app_slot(c->e);
+		/* release: the call's fields before a cancel that names it (pc_call_cancel()) */
+		atomic_store_explicit(&m->call_live, id, memory_order_release);
 	}
-	id = __atomic_load_n(&c->next_req_id, __ATOMIC_RELAXED);
-
-	/* the window is exact: the worker's table of ids in flight never overflows */
-	do {
-		if (c->window && calls_open(c, id) >= c->window)
-			return -EAGAIN;
-	} while (!__atomic_compare_exchange_n(&c->next_req_id, &id, id + 1, true,
-					      __ATOMIC_RELAXED, __ATOMIC_RELAXED));
-	msg->req_id = id;
-	/* on the worker, inside a batch that had a response: that batch's clock read */
-	msg_of(msg)->t_call = self_worker == c->w && c->w->ws.now_batch ? c->w->ws.now_batch
-									 : stats_ticks();
-	ret = msg_submit(msg, PC_MSG_REQUEST);
-	if (ret) {
-		/* still the caller's, or released: no completion either way */
-		m->call_done = NULL;
-		/* give the id back; if another thread took the next one, count it abandoned */
-		uint64_t next = id + 1;
-
-		if (!__atomic_compare_exchange_n(&c->next_req_id, &next, id, false,
-						 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-			__atomic_fetch_add(&c->req_abandoned, 1, __ATOMIC_RELAXED);
-		return ret;
-	}
-	/* not msg->req_id: once submitted, the message is the worker's and may be reused */
+	m->ctx.conn = c;
+	m->ctx.action = ACT_SEND;
+	m->ctx.ref = ref;
+	/* not msg->req_id below: once submitted, the message is the worker's */
+	if (here)
+		dp_send(w, m);
+	else
+		submit(w, &m->ctx);
 	if (req_id)
 		*req_id = id;
 	return 0;
@@ -676,29 +760,30 @@ int pc_call(struct pc_msg *msg, pc_call_fn done, void *arg, uint32_t timeout_ms,
 int pc_call_cancel(struct pc_conn *pconn, uint64_t req_id)
 {
 	struct conn *c = (struct conn *)pconn;
-	struct pc_worker *w = c->w;
-	struct pc_msg *pm;
+	struct pc_worker *w;
+	uint64_t live = req_id;
 	struct msg *m;
-	int ret;
 
-	if (self_worker == w) {
-		call_cancel(w, c, req_id);
+	if (conn_closing(c))
+		return -ENOTCONN;	/* its calls end with -ENOTCONN anyway */
+	w = c->w;
+	m = req_id & CALL_CANCEL_BIT ? NULL : msg_by_gidx(w, call_id_gidx(req_id));
+	/*
+	 * acq_rel: the call's fields (pc_call()'s release) before the cancel;
+	 * the mark before the worker's exchange that ends the call. It fails
+	 * for a call that ended, was cancelled already, or never had this id.
+	 */
+	if (!m || !atomic_compare_exchange_strong_explicit(&m->call_live, &live,
+							   req_id | CALL_CANCEL_BIT,
+							   memory_order_acq_rel,
+							   memory_order_relaxed))
 		return 0;
-	}
-	/* a send buffer carries the id to the worker, as a message would */
-	pm = pc_msg_alloc(pconn);
-	if (!pm)
-		return -errno;
-	m = msg_of(pm);
-	pm->req_id = req_id;
-	m->ctx.action = ACT_CANCEL;
-	ret = route(w, &m->ctx, false);
-	if (ret) {
-		/* the ring is full: the worker is emptying it, and the buffer must go back */
-		while (pc_msg_release(pm) == -ENOBUFS)
-			sched_yield();
-	}
-	return ret;
+	/* the buffer's own cancel_ctx: no buffer, no ring slot to run out of */
+	if (self_worker == w)
+		call_cancel_dequeued(w, m);
+	else
+		submit(w, &m->cancel_ctx);
+	return 0;
 }
 
 int pc_reply(struct pc_msg *req)
@@ -714,7 +799,8 @@ int pc_msg_release(struct pc_msg *pm)
 	struct msg *m = msg_of(pm);
 
 	m->ctx.action = ACT_RELEASE;
-	return route(m->w, &m->ctx, false);
+	route(m->w, &m->ctx, false);
+	return 0;
 }
 
 int pc_rdma(struct pc_conn *pconn, struct pc_op *op)

@@ -66,6 +66,7 @@ struct pc_engine {
 	atomic_bool complete;
 
 	atomic_int *slot_taken;
+	atomic_uint call_seq_any;	/* call ids of threads neither attached nor a worker */
 	struct stats_seg seg;		/* the stats segment (stats.c); base NULL: none */
 	struct pc_engine *next_engine;	/* the process's engines (control.c), under its lock */
 	bool listed;

@@ -103,9 +103,8 @@ int pc_worker_post(struct pc_worker *w, struct pc_work *work)
 	if (pc_unlikely(!work->fn))
 		return set_error(-EINVAL, "pc_worker_post: work without a function");
 	*ctx = (struct wr_ctx){ .action = ACT_WORK };
-	/* release (the ring): the caller's writes to its context reach fn */
-	if (pc_unlikely(pc_ring_mpsc_enqueue(w->submit, ctx)))
-		return -ENOBUFS; /* counted by the ring (submit_full) */
+	/* release (the queue's push): the caller's writes to its context reach fn */
+	mpscq_push(&w->submit, &ctx->qnode);
 	worker_wake(w);
 	return 0;
 }

@@ -171,6 +171,6 @@ int worker_create_qp(struct pc_worker *w, struct conn *c, struct rdma_cm_id *id)
 	c->credit_ctx = (struct wr_ctx){ .kind = WR_CREDIT, .conn = c };
 	c->marker_ctx = (struct wr_ctx){ .kind = WR_MARKER, .conn = c };
 	c->bl_tail = &c->bl_head;
-	c->next_req_id = 1;
+	c->cw_tail = &c->cw_head;
 	return 0;
 }

@@ -26,7 +26,7 @@ static_assert(DONE_OFF + HDR + sizeof(struct wire_done) <= RNDV_SLOT, "DONE fits
 /* The pool's gauge; the caller holds the lock. */
 static inline void used_gauge(struct pc_worker *w)
 {
-	__atomic_store_n(&w->st.large_used_kib, (uint32_t)(buddy_used_bytes(&w->rv->bd) >> 10),
+	__atomic_store_n(&w->st.large_used_kib, (uint32_t)(blkalloc_used_bytes(&w->rv->bd) >> 10),
 			 __ATOMIC_RELAXED);
 }
 
@@ -54,18 +54,18 @@ static struct lmsg *block_get(struct pc_worker *w, struct conn *tx, uint64_t len
 	struct lmsg *lm;
 	uint64_t off;
 	int64_t r;
-	int o;
 
 	pthread_spin_lock(&rv->lock);
 	if (tx && tx->rv.tx_bytes) {
-		o = buddy_order(&rv->bd, len);
-		if (o >= 0 && tx->rv.tx_bytes + (1ull << (o + RNDV_MIN_SHIFT)) > tx_share(w)) {
+		uint64_t need = blkalloc_size_of(&rv->bd, len);
+
+		if (need && tx->rv.tx_bytes + need > tx_share(w)) {
 			pthread_spin_unlock(&rv->lock);
 			*over = true;
 			return NULL;
 		}
 	}
-	r = buddy_alloc(&rv->bd, len, &off);
+	r = blkalloc_alloc(&rv->bd, len, &off);
 	if (r > 0) {
 		used_gauge(w);
 		if (tx)
@@ -98,7 +98,7 @@ static void block_put(struct pc_worker *w, struct lmsg *lm, struct conn *tx, uin
 	/* the lock orders our writes to @lm before the next owner's (acquire/release) */
 	pthread_spin_lock(&rv->lock);
 	if (lm) {
-		buddy_free(&rv->bd, (uint64_t)lm_index(rv, lm) << RNDV_MIN_SHIFT);
+		blkalloc_free(&rv->bd, (uint64_t)lm_index(rv, lm) << RNDV_MIN_SHIFT);
 		used_gauge(w);
 	}
 	if (tx)
@@ -186,7 +186,7 @@ static void lm_free(struct pc_worker *w, struct lmsg *lm)
 /* Back to the pool once given back and no WR uses it any more. */
 static void lm_maybe_free(struct pc_worker *w, struct lmsg *lm)
 {
-	if (lm->free_pending && lm->state == LM_IDLE && !lm->done_busy)
+	if (lm->free_pending && lm->state == LM_IDLE && !lm->done_busy && !lm->abort_busy)
 		lm_free(w, lm);
 }
 
@@ -328,6 +328,7 @@ void rndv_add_send(struct pc_worker *w, struct conn *c, struct msg *m)
 	/* this send's outcome is what an application buffer's released() will say */
 	lm->zc_ok = false;
 	lm->zc_status = 0;
+	lm->send_done = false;
 	if (len <= w->p->msg_size) {
 		/* an ordinary message from a large buffer (a small reply in place): header, payload */
 		wire_hdr_fill((struct wire_hdr *)(void *)lm->slot, m->pub.type, len, m->pub.req_id,
@@ -441,12 +442,20 @@ void rndv_add(struct pc_worker *w, struct conn *c, struct wr_ctx *ctx)
 		wr->opcode = IBV_WR_LOCAL_INV;
 		wr->invalidate_rkey = lm->rkey;
 		break;
-	default: { /* WR_RNDV_DONE; its credit is taken (flush_conn()) */
+	default: { /* WR_RNDV_DONE or WR_RNDV_ABORT; its credit is taken (flush_conn()) */
 		struct wire_done dn;
+		uint8_t type = WIRE_DONE;
 
-		lm = pc_container_of(ctx, struct lmsg, done_ctx);
-		dn = (struct wire_done){ .token = lm->done_token };
-		wire_hdr_fill((struct wire_hdr *)(void *)(lm->slot + DONE_OFF), WIRE_DONE,
+		if (ctx->kind == WR_RNDV_ABORT) {
+			/* the sender's own token; the slot's DONE half is free on a sending block */
+			lm = pc_container_of(ctx, struct lmsg, abort_ctx);
+			dn = (struct wire_done){ .token = (uint64_t)lm->gen << 32 | lm_index(rv, lm) };
+			type = WIRE_ABORT;
+		} else {
+			lm = pc_container_of(ctx, struct lmsg, done_ctx);
+			dn = (struct wire_done){ .token = lm->done_token };
+		}
+		wire_hdr_fill((struct wire_hdr *)(void *)(lm->slot + DONE_OFF), type,
 			      sizeof(dn), 0, c->granted);
 		memcpy(lm->slot + DONE_OFF + HDR, &dn, sizeof(dn));
 		wr->sg_list->addr = (uintptr_t)(lm->slot + DONE_OFF);
@@ -491,11 +500,20 @@ static void tx_end(struct pc_worker *w, struct lmsg *lm, bool dirty)
 	lm->state = LM_IDLE;
 	lm->rv_conn = NULL;
 	c->rv.tx_open--;
+	/* a call's request: no READ can reach it now, it may go back (calls.c) */
+	if (lm->m.call_done && lm->send_done) {
+		call_sent(w, &lm->m);
+		return;
+	}
 	lm_maybe_free(w, lm);
 }
 
-/* The descriptor's SEND completed (or failed): before the message is released or its call told. */
-void rndv_msg_sent(struct pc_worker *w, struct msg *m, bool failed)
+/*
+ * The descriptor's SEND completed (or failed): before the message is
+ * released or its call told. True when a call's request must wait for its
+ * window to be done with (tx_end() tells the call then).
+ */
+bool rndv_msg_sent(struct pc_worker *w, struct msg *m, bool failed)
 {
 	struct lmsg *lm = lm_of(m);
 
@@ -507,6 +525,58 @@ void rndv_msg_sent(struct pc_worker *w, struct msg *m, bool failed)
 	/* no DONE will come for it: its window may have been bound */
 	if (pc_unlikely(failed) && lm->state == LM_BOUND)
 		tx_end(w, lm, true);
+	/* from here on tx_end() gives a call's request back, when the window is done */
+	lm->send_done = true;
+	return m->call_done && lm->state != LM_IDLE;
+}
+
+/*
+ * @m's call ended before the peer's DONE (calls.c): ask the peer to leave
+ * it unread, so that the DONE, and with it the buffer, come back soon. A
+ * peer without WIRE_ABORT answers when it has read it, or the DONE
+ * deadline closes the connection.
+ */
+void rndv_call_abort(struct pc_worker *w, struct conn *c, struct msg *m)
+{
+	struct lmsg *lm = lm_of(m);
+
+	if (lm->state != LM_BOUND || lm->abort_busy || !c->rv.peer_abort || c->state != CONN_UP)
+		return;
+	lm->abort_busy = true;
+	lm->abort_ctx.conn = c;
+	q_add(c, &lm->abort_ctx);
+	dp_mark_dirty(w, c);
+}
+
+/*
+ * @m, a large-pool message, goes out on @c (dp_send()): the block is
+ * charged to the connection it is sent on, whichever it was allocated or
+ * received on, and keeps that one alive instead.
+ */
+void rndv_take(struct pc_worker *w, struct conn *c, struct msg *m)
+{
+	struct lmsg *lm = lm_of(m);
+	struct conn *old = lm->ref_conn;
+	uint64_t size = lm->size;
+
+	if (old == c)
+		return;
+	c->refs_w++;
+	lm->ref_conn = c;
+	m->origin = c;
+	if (!lm->zc && (lm->tx_counted || lm->rx_counted)) {
+		pthread_spin_lock(&w->rv->lock);
+		if (old && lm->tx_counted)
+			old->rv.tx_bytes -= size;
+		c->rv.tx_bytes += size;
+		pthread_spin_unlock(&w->rv->lock);
+		if (old && lm->rx_counted)
+			old->rv.rx_bytes -= size;
+		lm->rx_counted = false;
+		lm->tx_counted = true;
+	}
+	if (old)
+		conn_put(w, old);
 }
 
 static void read_done(struct pc_worker *w, struct lmsg *lm, bool failed, bool posted)
@@ -576,6 +646,11 @@ void rndv_sq_done(struct pc_worker *w, struct wr_ctx *ctx, bool failed)
 	case WR_RNDV_DONE:
 		lm = pc_container_of(ctx, struct lmsg, done_ctx);
 		lm->done_busy = false;
+		lm_maybe_free(w, lm);
+		break;
+	case WR_RNDV_ABORT:
+		lm = pc_container_of(ctx, struct lmsg, abort_ctx);
+		lm->abort_busy = false;
 		lm_maybe_free(w, lm);
 		break;
 	default: /* WR_RNDV_BIND */
@@ -669,6 +744,35 @@ static void wait_gauge(struct pc_worker *w)
 	__atomic_store_n(&w->st.large_waiting, w->rv->waiting, __ATOMIC_RELAXED);
 }
 
+/*
+ * Starts the READs of @c's waiting descriptors, in order, while there is
+ * room; those the sender withdrew (WIRE_ABORT) are passed over, finished
+ * unread, where their turn comes.
+ */
+static void pend_advance(struct pc_worker *w, struct conn *c)
+{
+	struct rndv_pool *rv = w->rv;
+	struct rndv_conn *r = &c->rv;
+
+	while (r->pend_n) {
+		uint32_t h = r->pend_head;
+
+		if (r->pend_abort[h]) {
+			r->pend_abort[h] = false;
+			r->rx_open--;
+			/* finished, unread: what arrived behind it goes on (dp_rx_release()) */
+			r->rx_dlv++;
+			if (r->hold_head)
+				dp_rx_release(w, c, false);
+		} else if (!start_read(w, c, &r->pend[h], r->pend_req[h])) {
+			break;
+		}
+		r->pend_head = (h + 1) % WIRE_RNDV_MAX;
+		r->pend_n--;
+		rv->waiting--;
+	}
+}
+
 /* Room came back: the waiting descriptors, in order per conn, conn after conn. */
 static void rndv_kick(struct pc_worker *w)
 {
@@ -678,11 +782,7 @@ static void rndv_kick(struct pc_worker *w)
 	while ((c = *pp)) {
 		struct rndv_conn *r = &c->rv;
 
-		while (r->pend_n && start_read(w, c, &r->pend[r->pend_head], r->pend_req[r->pend_head])) {
-			r->pend_head = (r->pend_head + 1) % WIRE_RNDV_MAX;
-			r->pend_n--;
-			rv->waiting--;
-		}
+		pend_advance(w, c);
 		if (!r->pend_n) {
 			*pp = r->wait_next;
 			r->waiting = false;
@@ -731,6 +831,7 @@ static void desc_recv(struct pc_worker *w, struct conn *c, const void *payload, 
 	/* no room now: in order, read as room comes back (rndv_kick()) */
 	r->pend[(r->pend_head + r->pend_n) % WIRE_RNDV_MAX] = d;
 	r->pend_req[(r->pend_head + r->pend_n) % WIRE_RNDV_MAX] = req_id;
+	r->pend_abort[(r->pend_head + r->pend_n) % WIRE_RNDV_MAX] = false;
 	r->pend_n++;
 	rv->waiting++;
 	if (!r->waiting) {
@@ -777,7 +878,49 @@ static void done_recv(struct pc_worker *w, struct conn *c, const void *payload, 
 	dp_mark_dirty(w, c);
 }
 
-/* A received WIRE_RNDV or WIRE_DONE (credit counted); @m goes back here. */
+/*
+ * The sender withdraws a descriptor (WIRE_ABORT in @m): one still waiting
+ * for room is dropped, and @m's buffer carries the DONE (-ECANCELED) back
+ * at once; one whose READ started, or that this side answered already, is
+ * answered as it would have been, and @m goes back.
+ */
+static void abort_recv(struct pc_worker *w, struct conn *c, struct msg *m, uint32_t len)
+{
+	struct rndv_conn *r = &c->rv;
+	struct wire_done dn;
+	uint32_t i, k;
+
+	if (wire_done_check(m->pub.data, len, &dn) || dn.status) {
+		dp_msg_release(w, m);
+		rndv_fail(w, c, "malformed rendezvous ABORT");
+		return;
+	}
+	for (i = 0; i < r->pend_n; i++) {
+		k = (r->pend_head + i) % WIRE_RNDV_MAX;
+		if (r->pend[k].token == dn.token && !r->pend_abort[k])
+			break;
+	}
+	if (i == r->pend_n || c->state != CONN_UP) {
+		dp_msg_release(w, m);
+		return;
+	}
+	r->pend_abort[k] = true;
+	/* the ABORT's own buffer answers it, as a reply in place would */
+	dn.status = -ECANCELED;
+	memcpy(m->pub.data, &dn, sizeof(dn));
+	m->pub.len = sizeof(dn);
+	m->pub.type = WIRE_DONE;
+	m->pub.req_id = 0;
+	m->call_done = NULL;
+	m->ctx.conn = c;
+	dp_backlog_add(c, &m->ctx);
+	dp_mark_dirty(w, c);
+	/* at the head: passed over now, and what waits behind it may start */
+	if (i == 0)
+		pend_advance(w, c);
+}
+
+/* A received WIRE_RNDV, WIRE_DONE or WIRE_ABORT (credit counted); @m goes back here. */
 void rndv_recv(struct pc_worker *w, struct conn *c, struct msg *m, const struct wire_hdr *h)
 {
 	char buf[sizeof(struct wire_rndv)];
@@ -785,6 +928,10 @@ void rndv_recv(struct pc_worker *w, struct conn *c, struct msg *m, const struct 
 	uint64_t req_id = h->req_id;
 	uint8_t type = h->type;
 
+	if (type == WIRE_ABORT && c->state == CONN_UP && w->rv) {
+		abort_recv(w, c, m, h->len);
+		return;
+	}
 	memcpy(buf, (char *)m->buf->addr + HDR, len);
 	len = h->len;
 	dp_msg_release(w, m);
@@ -793,8 +940,9 @@ void rndv_recv(struct pc_worker *w, struct conn *c, struct msg *m, const struct 
 		return;
 	if (type == WIRE_RNDV)
 		desc_recv(w, c, buf, len, req_id);
-	else
+	else if (type == WIRE_DONE)
 		done_recv(w, c, buf, len);
+	/* an ABORT without a pool to read into, or before UP: nothing to withdraw */
 }
 
 /*
@@ -883,6 +1031,7 @@ const char *rndv_what(const struct wr_ctx *ctx)
 	case WR_RNDV_BIND: return "rendezvous memory-window BIND";
 	case WR_RNDV_INV: return "rendezvous LOCAL_INV";
 	case WR_RNDV_READ: return "rendezvous RDMA_READ of the peer's descriptor";
+	case WR_RNDV_ABORT: return "rendezvous ABORT";
 	default: return "rendezvous DONE";
 	}
 }

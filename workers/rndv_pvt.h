@@ -12,6 +12,13 @@
  *   LOCAL_INV the window; the block goes
  *   back once also given back by the app
  *
+ * A call whose request went by rendezvous and ended first (deadline,
+ * cancel) gets its buffer back only once the window is invalidated, or
+ * its QP flushed: the peer can no longer read it. To have that come soon,
+ * the sender asks the peer to leave the descriptor unread (WIRE_ABORT,
+ * wire.h), which answers DONE (-ECANCELED) at once if it had not started
+ * the READ.
+ *
  * Protection: the pool is registered LOCAL_WRITE | MW_BIND, never
  * REMOTE_READ. A type-2 memory window bound on the connection's own QP
  * lets that peer, and no other, read exactly the bytes of one message
@@ -40,7 +47,7 @@
 
 #include <pthread.h>
 
-#include "buddy.h"
+#include "blkalloc.h"
 #include "worker_pvt.h"
 
 #define RNDV_MIN_SHIFT 16u	/* 64 KiB blocks */
@@ -61,7 +68,7 @@ enum lm_state {
 /* A message of the large pool; one per 64 KiB block, used at the head of each allocated block. */
 struct lmsg {
 	struct msg m;		/* m.pool == POOL_LARGE, m.buf NULL */
-	struct wr_ctx bind_ctx, inv_ctx, rd_ctx, done_ctx;
+	struct wr_ctx bind_ctx, inv_ctx, rd_ctx, done_ctx, abort_ctx;
 	struct ibv_mw *mw;	/* NULL: the device refused one; the block is not used to send */
 	uint32_t rkey;		/* what the last bind asked for (the provider does not update mw->rkey) */
 	uint32_t gen;		/* bumped per bind: the token's high half */
@@ -69,6 +76,8 @@ struct lmsg {
 	uint8_t state;		/* enum lm_state */
 	bool free_pending;	/* given back while a rendezvous was in progress */
 	bool done_busy;		/* DONE queued or posted from the slot */
+	bool abort_busy;	/* sender: ABORT queued or posted from the slot's DONE half */
+	bool send_done;		/* sender: the descriptor's SEND completed (or failed) */
 	bool mw_dirty;		/* its window may still be valid: renew before reuse */
 	bool rx_counted;	/* counted in ref_conn->rv.rx_bytes */
 	bool tx_counted;	/* counted in ref_conn->rv.tx_bytes (allocated to send) */
@@ -95,7 +104,7 @@ struct lmsg {
 
 struct rndv_pool {
 	pthread_spinlock_t lock;	/* bd and the used gauge: any thread allocates */
-	struct buddy bd;
+	struct blkalloc bd;
 	char *base;
 	uint64_t size;
 	bool numa;		/* base from pc_numa_alloc() */
@@ -173,7 +182,8 @@ bool rndv_send_ready(struct pc_worker *w, struct conn *c, struct msg *m, uint32_
 void rndv_add_send(struct pc_worker *w, struct conn *c, struct msg *m);
 bool rndv_ready(struct pc_worker *w, struct conn *c, struct wr_ctx *ctx, uint32_t room);
 void rndv_add(struct pc_worker *w, struct conn *c, struct wr_ctx *ctx);
-void rndv_msg_sent(struct pc_worker *w, struct msg *m, bool failed);
+bool rndv_msg_sent(struct pc_worker *w, struct msg *m, bool failed);
+void rndv_call_abort(struct pc_worker *w, struct conn *c, struct msg *m);
 void rndv_sq_done(struct pc_worker *w, struct wr_ctx *ctx, bool failed);
 void rndv_cancel(struct pc_worker *w, struct wr_ctx *ctx);
 void rndv_release(struct pc_worker *w, struct msg *m, struct conn *origin);

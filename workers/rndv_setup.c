@@ -36,7 +36,7 @@ int rndv_setup(struct pc_worker *w, bool numa)
 	rv->size = (p->large_pool_size + (1ull << RNDV_MIN_SHIFT) - 1) &
 		   ~((1ull << RNDV_MIN_SHIFT) - 1);
 	rv->max_large = p->max_msg_size;
-	ret = buddy_init(&rv->bd, rv->size, RNDV_MIN_SHIFT);
+	ret = blkalloc_init(&rv->bd, rv->size, RNDV_MIN_SHIFT);
 	if (ret)
 		goto err_rv;
 	/* the blocks, then the application's buffers (rndv_zc.c) */
@@ -71,10 +71,14 @@ int rndv_setup(struct pc_worker *w, bool numa)
 		lm->m.pool = POOL_LARGE;
 		lm->m.ctx.kind = WR_MSG;
 		lm->m.rctx.kind = WR_RECV;
+		lm->m.cancel_ctx = (struct wr_ctx){ .kind = WR_MSG, .action = ACT_CANCEL };
+		/* after the worker's other messages (msg_by_gidx()) */
+		lm->m.gidx = p->rx_bufs + p->tx_bufs + p->raw_bufs + i;
 		lm->bind_ctx.kind = WR_RNDV_BIND;
 		lm->inv_ctx.kind = WR_RNDV_INV;
 		lm->rd_ctx.kind = WR_RNDV_READ;
 		lm->done_ctx.kind = WR_RNDV_DONE;
+		lm->abort_ctx.kind = WR_RNDV_ABORT;
 		lm->slot = rv->slots + (size_t)i * RNDV_SLOT;
 		lm->mw = ibv_alloc_mw(d->pd, IBV_MW_TYPE_2);
 		if (!lm->mw) {
@@ -107,7 +111,7 @@ err_mem:
 		pc_numa_free(w->topo, rv->base, rv->size);
 	else
 		free(rv->base);
-	buddy_fini(&rv->bd);
+	blkalloc_fini(&rv->bd);
 err_rv:
 	free(rv);
 	return ret;
@@ -143,7 +147,7 @@ void rndv_destroy(struct pc_worker *w)
 		pc_numa_free(w->topo, rv->base, rv->size);
 	else
 		free(rv->base);
-	buddy_fini(&rv->bd);
+	blkalloc_fini(&rv->bd);
 	pthread_spin_destroy(&rv->lock);
 	free(rv);
 }

@@ -95,6 +95,7 @@ static void seq_end(uint32_t *seq)
 /* --- the clock ------------------------------------------------------------------------------ */
 
 uint64_t stats_tick_mult = 1ull << 32, stats_publish_ticks = STATS_PUBLISH_NS;
+uint64_t stats_us_mult = 1000ull << 32;
 static pthread_once_t clock_once = PTHREAD_ONCE_INIT;
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -135,6 +136,8 @@ static void clock_calibrate(void)
 		stats_tick_mult = (uint64_t)(((unsigned __int128)(t1 - t0) << 32) / (c1 - c0));
 		stats_publish_ticks = (uint64_t)(((unsigned __int128)STATS_PUBLISH_NS << 32) /
 						 (stats_tick_mult ? stats_tick_mult : 1));
+		stats_us_mult = (uint64_t)(((unsigned __int128)1000 << 64) /
+					   (stats_tick_mult ? stats_tick_mult : 1));
 	}
 #endif
 }

@@ -17,6 +17,9 @@
 
 SELF_WORKER_TLS struct pc_worker *self_worker;
 
+/* The longest a hybrid worker sleeps when nothing is due. */
+#define SLEEP_MAX_NS (100ull * 1000 * 1000)
+
 /* Send WRs in flight per worker at most, whatever the connections (CQ size). */
 #define CQ_SEND_MAX (32u * 1024)
 
@@ -37,8 +40,9 @@ static void numa_pool_free(void *addr, size_t len, void *arg)
 	pc_numa_free(w->topo, addr, len);
 }
 
+/* @first: the gidx of msgs[0] (msg_by_gidx()) */
 static void msgs_init(struct pc_worker *w, struct msg *msgs, struct pc_pool *pool, uint32_t n,
-		      enum msg_pool which)
+		      enum msg_pool which, uint32_t first)
 {
 	uint32_t i;
 
@@ -48,8 +52,10 @@ static void msgs_init(struct pc_worker *w, struct msg *msgs, struct pc_pool *poo
 		msgs[i].buf = b;
 		msgs[i].w = w;
 		msgs[i].pool = (uint8_t)which;
+		msgs[i].gidx = first + i;
 		msgs[i].ctx.kind = WR_MSG;
 		msgs[i].rctx.kind = WR_RECV;
+		msgs[i].cancel_ctx = (struct wr_ctx){ .kind = WR_MSG, .action = ACT_CANCEL };
 	}
 }
 
@@ -124,7 +130,7 @@ static int worker_setup(struct pc_worker *w)
 		w->raw_msgs = calloc(p->raw_bufs, sizeof(*w->raw_msgs));
 		if (!w->raw_msgs)
 			return -ENOMEM;
-		msgs_init(w, w->raw_msgs, w->raw, p->raw_bufs, POOL_RAW);
+		msgs_init(w, w->raw_msgs, w->raw, p->raw_bufs, POOL_RAW, p->rx_bufs + p->tx_bufs);
 	}
 	w->rx_msgs = calloc(p->rx_bufs, sizeof(*w->rx_msgs));
 	w->tx_msgs = calloc(p->tx_bufs, sizeof(*w->tx_msgs));
@@ -139,7 +145,7 @@ static int worker_setup(struct pc_worker *w)
 	if (!w->rx_msgs || !w->tx_msgs || !w->chain.wr || !w->chain.sge || !w->srq_wrs ||
 	    !w->rwr || !w->rsge || !w->wc || !w->chans)
 		return -ENOMEM;
-	msgs_init(w, w->rx_msgs, w->rx, p->rx_bufs, POOL_RX);
+	msgs_init(w, w->rx_msgs, w->rx, p->rx_bufs, POOL_RX, 0);
 	for (i = 0; i < p->rx_bufs; i++) {
 		struct srq_wr *r = &w->srq_wrs[i];
 		const struct pc_buf *b = w->rx_msgs[i].buf;
@@ -149,14 +155,12 @@ static int worker_setup(struct pc_worker *w)
 		r->wr = (struct ibv_recv_wr){ .wr_id = (uintptr_t)&w->rx_msgs[i].rctx,
 					      .sg_list = &r->sge, .num_sge = 1 };
 	}
-	msgs_init(w, w->tx_msgs, w->tx, p->tx_bufs, POOL_TX);
+	msgs_init(w, w->tx_msgs, w->tx, p->tx_bufs, POOL_TX, p->rx_bufs);
 	/* the large-message pool, beside them (NUMA-local when they are) */
 	if (rndv_setup(w, alloc != NULL))
 		pc_warn("%s: no rendezvous, messages up to msg_size: %s", w->name, pc_last_error());
 
-	w->submit = pc_ring_mpsc_create(p->ring_size);
-	if (!w->submit)
-		return -errno;
+	mpscq_init(&w->submit);
 	for (i = 0; i < w->nchans; i++) {
 		struct chan *ch = &w->chans[i];
 		uint32_t share = PC_MAX(p->tx_bufs / (2 * w->nchans), 1u);
@@ -317,7 +321,6 @@ static void worker_teardown(struct pc_worker *w)
 		close(w->efd);
 	for (i = 0; w->chans && i < w->nchans; i++)
 		chan_free(&w->chans[i]);
-	pc_ring_mpsc_destroy(w->submit);
 	pc_pool_destroy(w->tx);
 	pc_pool_destroy(w->rx);
 	pc_pool_destroy(w->raw);
@@ -340,7 +343,6 @@ static void worker_teardown(struct pc_worker *w)
 /* What pc_engine_stats() gives: the counters, the submission ring's and send pool's. */
 void worker_sample(const struct pc_worker *w, struct pc_worker_stats *st)
 {
-	struct pc_ring_stats rs;
 	struct pc_pool_stats ps;
 
 	/* name, pu, numa_node and the verbs flavour are set before the worker is ready */
@@ -354,8 +356,8 @@ void worker_sample(const struct pc_worker *w, struct pc_worker_stats *st)
 #define SAMPLE(f) st->f = STAT_LD(w->st.f);
 	WORKER_COUNTERS(SAMPLE)
 #undef SAMPLE
-	pc_ring_mpsc_stats(w->submit, &rs);
-	st->submit_full = rs.full;
+	/* the submission queue takes every submission: nothing is ever refused */
+	st->submit_full = 0;
 	pc_pool_stats(w->tx, &ps);
 	st->tx_held = ps.in_use;
 }
@@ -491,7 +493,7 @@ void worker_wake(struct pc_worker *w)
 
 static bool worker_has_input(struct pc_worker *w)
 {
-	return pc_ring_mpsc_count(w->submit) || !ctl_inbox_empty(&w->inbox) ||
+	return !mpscq_empty(&w->submit) || !ctl_inbox_empty(&w->inbox) ||
 	       atomic_load(&w->srq_limit) || atomic_load(&w->stop);
 }
 
@@ -521,15 +523,35 @@ static pc_always_inline int worker_poll(struct pc_worker *w, int batch)
  * found by the re-poll, later ones raise the event; submitters write the
  * eventfd when they see `sleeping` (Dekker pair with worker_wake()).
  */
+/*
+ * How long a sleep may last: 100 ms at most (stats stay fresh, fd-less
+ * pollers and keepalive run), and never past the earliest call deadline or
+ * grant deadline. 0: something is due now, do not sleep.
+ */
+static uint64_t sleep_ns(const struct pc_worker *w, uint64_t now)
+{
+	uint64_t due = w->call_due ? w->call_due : UINT64_MAX, ns = SLEEP_MAX_NS;
+
+	if (w->grant_wait && w->grant_wait_due < due)
+		due = w->grant_wait_due;
+	if (due != UINT64_MAX)
+		ns = due > now ? PC_MIN(stats_ticks_ns(due - now), ns) : 0;
+	return ns;
+}
+
 static void worker_sleep(struct pc_worker *w)
 {
 	struct pollfd pfd[2 + PC_WORKER_MAX_POLLERS] = { { .fd = w->ch->fd, .events = POLLIN },
 							 { .fd = w->efd, .events = POLLIN } };
+	struct timespec ts;
 	unsigned int npfd;
-	uint64_t t0, v;
+	uint64_t t0, v, ns;
 	int n, i;
 
-	if (ibv_req_notify_cq(w->cq, 0))
+	/* the sleep is timed in ticks: a clock read is a system call where the clocksource is hpet */
+	t0 = stats_ticks();
+	ns = sleep_ns(w, t0);
+	if (!ns || ibv_req_notify_cq(w->cq, 0))
 		return;
 	/* acq_rel: pairs with the RMW in worker_wake() */
 	atomic_exchange_explicit(&w->sleeping, 1, memory_order_acq_rel);
@@ -543,13 +565,13 @@ static void worker_sleep(struct pc_worker *w)
 	}
 	/* readers see what it did before it went to sleep */
 	worker_publish(w, now_ns());
-	/* the sleep is timed in ticks: a clock read is a system call where the clocksource is hpet */
-	t0 = stats_ticks();
 	/* a poller added from now on wakes us through the eventfd */
 	npfd = 2 + worker_poller_fds(w, pfd + 2, PC_WORKER_MAX_POLLERS);
 	qsbr_offline();
-	/* bounded: stats stay fresh, timers and fd-less pollers run */
-	n = poll(pfd, npfd, 100);
+	/* bounded: by the next deadline, else 100 ms (sleep_ns()) */
+	ts.tv_sec = (time_t)(ns / 1000000000u);
+	ts.tv_nsec = (long)(ns % 1000000000u);
+	n = ppoll(pfd, npfd, &ts, NULL);
 	rcu_thread_online();
 	atomic_store(&w->sleeping, 0);
 	STAT_ADD(w->st.sleeps, 1);
@@ -588,8 +610,8 @@ static void worker_sleep(struct pc_worker *w)
 /* One turn of the loop; returns the amount of work found. */
 static unsigned int worker_turn(struct pc_worker *w, const struct pc_engine_params *p)
 {
-	void *objs[32];
-	unsigned int work, k, i;
+	struct mpscq_node *node;
+	unsigned int work, k;
 	int n;
 
 	/* 1-2. poll the CQ in a batch, dispatch each completion through wr_id */
@@ -603,10 +625,16 @@ static unsigned int worker_turn(struct pc_worker *w, const struct pc_engine_para
 	work = (unsigned int)n;
 
 	/* 3. the application's submissions, in bursts */
-	k = pc_ring_mpsc_dequeue_burst(w->submit, objs, PC_ARRAY_SIZE(objs));
-	for (i = 0; i < k; i++)
-		dp_submit(w, objs[i]);
+	for (k = 0; k < SUBMIT_BURST && (node = mpscq_pop(&w->submit)); k++)
+		dp_submit(w, ctx_of_qnode(node));
 	work += k;
+	/* 3a. deadlines, every turn while one is set (a clock read: rdtsc) */
+	if (pc_unlikely(w->call_due)) {
+		uint64_t now = stats_ticks();
+
+		if (now >= w->call_due)
+			calls_expire(w, now);
+	}
 	if (pc_unlikely(w->ovf_chans))
 		dp_deliver_overflow(w);
 
@@ -628,8 +656,6 @@ static unsigned int worker_turn(struct pc_worker *w, const struct pc_engine_para
 			dp_grant_wait_check(w);
 		if (pc_unlikely(w->retire_wait != NULL))
 			drain_retire_wait(w);
-		if (w->call_conns)
-			calls_expire(w);
 		work += worker_apply_ctl(w);
 	}
 

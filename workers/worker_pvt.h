@@ -11,7 +11,7 @@
  *   -----------------------------+---------------+----------------+------------
  *   CQ, SRQ, pools, QPs' queues  | post/poll     | create/destroy | -
  *   w->inbox (ctl_inbox)         | dequeue       | enqueue        | -
- *   w->submit (MPSC ring)        | dequeue       | -              | enqueue
+ *   w->submit (mpscq.h)          | pop           | -              | push
  *   chan->to_app (SPSC ring)     | enqueue       | -              | dequeue (1)
  *   chan->txfree (SPSC ring)     | enqueue       | -              | dequeue (1)
  *   stats (w->st)                | write relaxed | read           | read
@@ -87,11 +87,43 @@ struct msg {
 	 */
 	pc_call_fn call_done;
 	void *call_arg;
-	uint64_t call_deadline;	/* coarse_ns(); 0: none */
+	uint64_t call_deadline;	/* stats_ticks(); 0: none */
 	int32_t call_status;
 	int16_t call_slot;	/* the caller's application slot; -1: the worker */
 	uint8_t call_flags;	/* CALL_* (calls.c) */
+	uint32_t gidx;		/* its index among the worker's messages (msg_by_gidx()) */
+	/*
+	 * The id of its call while pc_call_cancel() may name it, with
+	 * CALL_CANCEL_BIT once one did; 0 otherwise. Any thread compares and
+	 * swaps it; the worker exchanges it to 0 when the call ends (calls.c).
+	 */
+	_Atomic uint64_t call_live;
+	struct wr_ctx cancel_ctx;	/* ACT_CANCEL: carries that cancel to the worker */
 };
+
+/*
+ * A call's id: the caller's sequence (31 bits, never 0), the caller (an
+ * application slot, a worker, or CALL_CALLER_ANY for any other thread) and
+ * the request buffer's gidx. Unique in the engine while its call may still
+ * be answered, and it names the buffer (pc_call_cancel()).
+ */
+#define CALL_GIDX_BITS 20u
+#define CALL_CALLER_BITS 12u
+#define CALL_SEQ_SHIFT 32u
+#define CALL_SEQ_MASK 0x7fffffffu
+#define CALL_CALLER_ANY ((1u << CALL_CALLER_BITS) - 1)
+#define CALL_CANCEL_BIT (1ull << 63)
+
+static inline uint64_t call_id_make(uint32_t seq, uint32_t caller, uint32_t gidx)
+{
+	return (uint64_t)(seq & CALL_SEQ_MASK) << CALL_SEQ_SHIFT |
+	       (uint64_t)caller << CALL_GIDX_BITS | gidx;
+}
+
+static inline uint32_t call_id_gidx(uint64_t id)
+{
+	return (uint32_t)id & ((1u << CALL_GIDX_BITS) - 1);
+}
 
 static inline struct msg *msg_of(struct pc_msg *m)
 {
@@ -205,7 +237,8 @@ struct pc_worker {
 	struct conn *draining;
 	struct conn *retire_wait;	/* DOWN, still referenced: looked at on housekeeping turns */
 	struct conn *call_conns;	/* conns with calls that have a deadline (calls.c) */
-	uint64_t call_due;	/* the earliest of those deadlines, coarse_ns() */
+	uint64_t call_due;	/* the earliest of those deadlines, stats_ticks(); 0: none */
+	uint32_t call_seq;	/* the sequence of the calls this worker makes itself */
 	struct conn *cache[256];	/* qpn -> conn, direct-mapped, worker-owned */
 	struct wr_chain chain;
 	/* each rx buffer's SRQ receive, built once: a refill only links them */
@@ -229,8 +262,8 @@ struct pc_worker {
 	bool poll_failed;	/* ibv_poll_cq failed before: logged once */
 	bool hybrid;		/* sleeps when idle: submitters may have to wake us */
 
-	/* submissions: app threads -> worker */
-	struct pc_ring_mpsc *submit;
+	/* submissions: app threads -> worker (their own nodes: never full) */
+	struct mpscq submit;
 
 	/* control -> worker */
 	struct ctl_inbox inbox;
@@ -289,6 +322,9 @@ static_assert(offsetof(struct pc_worker, sleeping) % PC_CACHELINE == 0,
  * once (dp_conn_lookup()).
  */
 #define HOUSEKEEP_TURNS 8u
+
+/* Submissions a turn takes at most, so that completions are not kept waiting behind a flood. */
+#define SUBMIT_BURST 32u
 
 /* Receives a raw peer's queue refill posts per ibv_post_recv() (w->rwr, w->rsge). */
 #define RQ_REFILL_BATCH 32u
@@ -363,22 +399,34 @@ void dp_deliver_overflow(struct pc_worker *w);
 void dp_topup_txfree(struct pc_worker *w);
 void dp_msg_release(struct pc_worker *w, struct msg *m);
 int dp_send_refused(struct pc_worker *w, struct msg *m);
-int dp_send_request(struct pc_worker *w, struct conn *c, struct msg *m);
 int dp_rdma(struct pc_worker *w, struct pc_op *op);
 struct msg *dp_tx_alloc(struct pc_worker *w);
 void dp_count_dropped(struct pc_worker *w, struct conn *c, uint32_t n);
 void dp_deliver_early(struct pc_worker *w, struct conn *c);
 void dp_deliver_slot(struct pc_worker *w, unsigned int slot, struct msg *m);
 
-/* calls.c (worker thread): pc_call() with a completion */
+/* rndv.c: a large-pool message goes out on @c */
+void rndv_take(struct pc_worker *w, struct conn *c, struct msg *m);
+
+/* calls.c (worker thread unless said otherwise): requests, pc_call() */
 #define CALL_LATE ((void *)1)	/* a reqset pointer: ended; drop the response, count it */
-void call_begin(struct pc_worker *w, struct conn *c, struct msg *m);
+void call_submit(struct pc_worker *w, struct conn *c, struct msg *m);
+void call_admit(struct pc_worker *w, struct conn *c);
 void call_sent(struct pc_worker *w, struct msg *m);
-void call_refused(struct pc_worker *w, struct msg *m);
+void call_refused(struct pc_worker *w, struct conn *c, struct msg *m);
 void call_answer(struct pc_worker *w, struct conn *c, struct msg *resp, void *call);
-void call_cancel(struct pc_worker *w, struct conn *c, uint64_t req_id);
+void call_cancel_dequeued(struct pc_worker *w, struct msg *m);
+void call_cancel_here(struct pc_worker *w, struct msg *m);
 void calls_close(struct pc_worker *w, struct conn *c);
-void calls_expire(struct pc_worker *w);
+void calls_expire(struct pc_worker *w, uint64_t now);
+struct msg *msg_by_gidx(struct pc_worker *w, uint32_t gidx);	/* any thread */
+
+/* A call of @c is over for pc_call()'s count of calls not ended (max_calls). */
+static inline void call_counted_end(struct conn *c)
+{
+	/* relaxed: pc_call() reads a count that only grows; a stale one refuses, never overruns */
+	__atomic_store_n(&c->calls_ended, c->calls_ended + 1, __ATOMIC_RELAXED);
+}
 void dp_drop_early(struct pc_worker *w, struct conn *c);
 struct conn *dp_conn_lookup(struct pc_worker *w, uint32_t qpn);
 void msg_bind(struct msg *m, struct conn *c);
@@ -428,8 +476,9 @@ static pc_always_inline bool conn_accepts(const struct conn *c)
 
 /*
  * Queues @m on its conn (m->ctx.conn) to be sent at this turn's flush; a
- * request's id goes in flight first. -ENOTCONN: the conn is closing, @m is
- * released; -EINVAL: its request id is in flight already (dp_send_request()).
+ * request enters the conn's window of ids in flight, or waits for it
+ * (call_submit()). -ENOTCONN: the conn is closing, @m is released (a call
+ * with a completion ends: 0, its completion says -ENOTCONN).
  */
 static pc_always_inline int dp_send(struct pc_worker *w, struct msg *m)
 {
@@ -437,11 +486,12 @@ static pc_always_inline int dp_send(struct pc_worker *w, struct msg *m)
 
 	if (pc_unlikely(!conn_accepts(c)))
 		return dp_send_refused(w, m);
+	/* a block of the large pool is charged to the conn it goes out on (rndv.c) */
+	if (pc_unlikely(m->pool == POOL_LARGE))
+		rndv_take(w, c, m);
 	if (m->pub.type == PC_MSG_REQUEST && !c->raw) {
-		int ret = dp_send_request(w, c, m);
-
-		if (pc_unlikely(ret))
-			return ret;
+		call_submit(w, c, m);
+		return 0;
 	}
 	dp_backlog_add(c, &m->ctx);
 	if (c->state == CONN_UP)

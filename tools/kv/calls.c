@@ -208,7 +208,7 @@ bool kv_issue(struct client *cl, struct cconn *x)
 	m->len = (uint32_t)sizeof(h) + h.vlen;
 	f = &x->fl[x->free_fl[--x->nfree]];
 	*f = (struct flight){.x = x, .key = ki, .ver = h.ver, .op = h.code, .busy = true};
-	ret = pc_call(m, kv_done, f, cl->timeout_ms, &id);
+	ret = pc_call(m, kv_done, f, (uint64_t)cl->timeout_ms * 1000, &id);
 	if (ret) {
 		f->busy = false;
 		x->nfree++;

@@ -391,8 +391,9 @@ struct pc_device_params {
  *                its limit is @msg_size. Set it to @msg_size to turn
  *                rendezvous off (no large pool then).
  * @large_pool_size: bytes of each worker's large-message pool (NUMA-local,
- *                   registered, in blocks of 64 KiB doubling up to
- *                   @max_msg_size), from which large messages are sent
+ *                   registered, in blocks of 64 KiB: a message of L bytes
+ *                   takes one run of ceil(L / 64 KiB) of them, so at most
+ *                   L + 64 KiB), from which large messages are sent
  *                   and into which they are read; default 2 x
  *                   @max_msg_size, at least @max_msg_size. A peer can
  *                   hold only its own connection's part of it: the
@@ -525,6 +526,7 @@ struct pc_engine_params {
 	uint32_t ring_size;
 	uint32_t max_conns_per_worker;
 	uint32_t max_unanswered;
+	uint32_t max_calls;
 	uint32_t max_msg_size;
 	uint64_t large_pool_size;
 	enum pc_idle idle;
@@ -732,27 +734,45 @@ typedef void (*pc_call_fn)(struct pc_msg *msg, int status, void *arg);
  *        of type PC_MSG_RESPONSE with the same req_id (on_msg or
  *        pc_app_poll()), with no deadline and no cancel.
  * @arg: for @done.
- * @timeout_ms: with @done, a deadline: 0 for none. Checked on the worker's
- *              housekeeping turns, so it fires within a few hundred
- *              microseconds of its time, to the kernel's tick (coarse clock).
+ * @timeout_us: with @done, a deadline in microseconds from now; 0 for
+ *              none. It fires within one turn of the worker's loop of its
+ *              time (a hybrid worker sleeps no longer than its earliest
+ *              deadline), wherever the request is: waiting for the window,
+ *              for credits, or sent.
  * @req_id: filled with the request id (for pc_call_cancel()), or NULL.
  *
- * Request ids increase by one per call on a connection; a refused call
- * gives its id back (unless another thread called meanwhile). At most
- * window requests are in flight, exactly, those that timed out or were
- * cancelled included: each keeps its slot until its late response arrives
- * (dropped, counted in late_responses) or the connection closes. When
- * more than max_unanswered of them are waiting, the connection closes
- * (-ETIMEDOUT, saying so). A response whose req_id is not in flight on
- * its connection is a protocol error: the connection closes (-EPROTO, the
- * reason logged), the response is not delivered.
+ * A connection has at most window requests in flight, exactly, those that
+ * timed out or were cancelled included: each keeps its place until its
+ * late response arrives (dropped, counted in late_responses) or the
+ * connection closes. Beyond, a call waits in the engine, in order, its
+ * deadline running, until a place comes free: an application never has
+ * to wait for the window itself. pc_call() refuses with -EAGAIN only when
+ * max_calls calls of the connection are already accepted and not ended
+ * (their completion ran, or their response was delivered): that is the
+ * application's own backpressure. When max_unanswered places of the
+ * window are held by calls whose response never came, the connection
+ * closes (-ETIMEDOUT, saying so). A response whose req_id is not in
+ * flight on its connection is a protocol error: the connection closes
+ * (-EPROTO, the reason logged), the response is not delivered.
  *
- * Return: as pc_send() (when it fails, @done never runs); -EAGAIN when
- * the connection's request window is full (the message is still yours);
- * -EINVAL for a deadline without @done, or @done on a raw peer's
- * connection (the message is still yours).
+ * Request ids are unique in the engine while their call can still be
+ * answered, and opaque: they are not consecutive.
+ *
+ * Any thread that may send @msg (pc_send()); the completion runs as
+ * pc_call_fn says. No allocation, no lock; from a thread other than the
+ * owning worker, one atomic compare-and-swap on the connection and one
+ * exchange on the worker's submission queue.
+ *
+ * Return: 0 (the call is taken and ends exactly once: @done runs, or
+ * without @done the response is delivered unless the connection closes);
+ * -EAGAIN when max_calls calls of the connection have not ended (the
+ * message is still yours); -ENOTCONN when the connection is closing or
+ * closed (the message is released); -EMSGSIZE, -EXDEV, -EINVAL as for
+ * pc_send() (the message is still yours); -EINVAL also for a deadline
+ * without @done, or @done on a raw peer's connection (the message is
+ * still yours).
  */
-PC_API int pc_call(struct pc_msg *msg, pc_call_fn done, void *arg, uint32_t timeout_ms,
+PC_API int pc_call(struct pc_msg *msg, pc_call_fn done, void *arg, uint64_t timeout_us,
 		   uint64_t *req_id);
 
 /**
@@ -760,16 +780,22 @@ PC_API int pc_call(struct pc_msg *msg, pc_call_fn done, void *arg, uint32_t time
  * @conn: the connection the call went on (a handle the caller may use).
  * @req_id: the id pc_call() gave.
  *
- * The same threads as pc_call(). Asynchronous: the call still completes
- * exactly once, with -ECANCELED when the cancel reaches the worker first,
- * with its response (or -ETIMEDOUT, -ENOTCONN) when that came first. A
- * cancel for an id not in flight, or a call made without a completion,
- * does nothing.
+ * Any thread. Asynchronous: the call still completes exactly once, with
+ * -ECANCELED when the cancel reaches the worker first, with its response
+ * (or -ETIMEDOUT, -ENOTCONN) when that came first. A cancel for an id not
+ * in flight, cancelled already, or of a call made without a completion,
+ * does nothing. The call's own buffer carries the cancel to the worker:
+ * it needs no buffer and no ring slot, and cannot fail for lack of them.
+ * No allocation, no lock: one compare-and-swap on the request's buffer
+ * and one exchange on the worker's submission queue.
  *
- * Return: 0; -ENOBUFS when no send buffer or ring slot was free to carry
- * the cancel to the worker (retry); -ENOTCONN when the connection is
- * closing (its calls complete with -ENOTCONN anyway); -EPERM when the
- * thread is neither the owning worker nor attached.
+ * A request that went by rendezvous (above msg_size) comes back to the
+ * completion once the peer can no longer read it: the peer is asked to
+ * leave it unread and answers at once when it had not started (one round
+ * trip); one that is reading it finishes first.
+ *
+ * Return: 0; -ENOTCONN when the connection is closing or closed (its
+ * calls complete with -ENOTCONN anyway).
  */
 PC_API int pc_call_cancel(struct pc_conn *conn, uint64_t req_id);
 
