@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include <infiniband/verbs.h>
+#include "abi_pvt.h"
 #include "log_pvt.h"
 
 #define POOL_REGION_ALIGN     4096
@@ -72,12 +73,26 @@ static int pool_register(struct pc_pool *pool, struct ibv_pd *pd, int access)
 	return 0;
 }
 
-struct pc_pool *pc_pool_create(const struct pc_pool_params *params)
+/* pc_pool_create@@POLLCORE_0.2 (struct pc_pool_params carries its size); workers/compat.c has 0.1's */
+PC_API struct pc_pool *pc_pool_create_0_2(const struct pc_pool_params *caller);
+PC_SYMVER_DEFAULT(pc_pool_create_0_2, pc_pool_create, "POLLCORE_0.2");
+
+struct pc_pool *pc_pool_create_0_2(const struct pc_pool_params *caller)
 {
+	struct pc_pool_params p;
+	const struct pc_pool_params *params = &p;
 	struct pc_pool *pool;
-	uint32_t nbufs = params->nbufs;
+	uint32_t nbufs;
 	uint32_t lkey, i;
 	int err;
+
+	err = caller ? abi_copy(&p, sizeof(p), caller, caller->size, sizeof(p), "pc_pool_params")
+		     : set_error(-EINVAL, "pc_pool_create: no parameters");
+	if (err) {
+		errno = -err;
+		return NULL;
+	}
+	nbufs = params->nbufs;
 
 	pool =
 	    calloc(1, sizeof(*pool) + (size_t)nbufs * (sizeof(struct pc_buf) + sizeof(uint32_t)));

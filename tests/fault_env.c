@@ -325,7 +325,8 @@ static void attach0(struct pc_engine *e)
 
 struct fsrv *fsrv_start(const struct pc_engine_params *tweak, const char *addr)
 {
-	struct pc_engine_params p = tweak ? *tweak : (struct pc_engine_params){ 0 };
+	struct pc_engine_params p =
+	    tweak ? *tweak : (struct pc_engine_params){.size = sizeof(struct pc_engine_params)};
 	int ret;
 
 	p.handoff = PC_HANDOFF_HANDLER;
@@ -534,6 +535,7 @@ static void *flow_main(void *arg)
 struct fcli *fcli_start(const char *const *devices)
 {
 	struct pc_engine_params p = {
+		.size = sizeof(p),
 		.devices = devices,
 		.app_threads = 2,
 		.idle = PC_IDLE_HYBRID,

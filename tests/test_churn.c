@@ -273,8 +273,8 @@ START_TEST(test_churn)
 	const char *env = getenv("PC_CHURN_CYCLES");
 	unsigned int cycles = env && *env ? (unsigned int)atoi(env) :
 			      !pc_test_in_vm() ? 10000 : SANITIZED ? 300 : 1800;
-	struct pc_engine_params cp = { .on_conn = churn_on_conn, .on_msg = churn_on_msg,
-				       .no_numa = true };
+	struct pc_engine_params cp = {
+	    .size = sizeof(cp), .on_conn = churn_on_conn, .on_msg = churn_on_msg, .no_numa = true};
 	unsigned int i, normal = 0, echoes = 0, abandoned[4] = { 0 }, fail_connect = 0,
 		     fail_abandon = 0, srv_up, srv_down;
 	struct fres r0, r1;

@@ -439,7 +439,7 @@ static bool reason_readable(const struct fgood *g, const char *const *words)
 /* Echo server on both devices (listening on ::) and a client on both, with good connections. */
 static struct fsrv *stage(struct fcli **cli, unsigned int on0, unsigned int on1)
 {
-	struct pc_engine_params sp = { .devices = both };
+	struct pc_engine_params sp = { .size = sizeof(sp), .devices = both };
 	struct fsrv *srv;
 	unsigned int i;
 

@@ -126,6 +126,7 @@ static void srv_on_msg(struct pc_msg *m, void *arg)
 static struct pc_engine *server_start(unsigned int workers, uint16_t *port)
 {
 	struct pc_engine_params p = {
+		.size = sizeof(p),
 		.workers_per_device = workers,
 		.on_conn = srv_on_conn,
 		.on_msg = srv_on_msg,
@@ -203,6 +204,7 @@ static struct pc_engine *client_start(enum pc_handoff mode, unsigned int workers
 				      unsigned int app_threads)
 {
 	struct pc_engine_params p = {
+		.size = sizeof(p),
 		.workers_per_device = workers,
 		.handoff = mode,
 		.app_threads = app_threads,
@@ -253,7 +255,9 @@ static void diag_conn(struct pc_conn *c, void *arg)
 	struct pc_conn_info in;
 
 	pc_conn_info(c, &in);
-	fprintf(stderr, "  %s %s qp 0x%x w%d: sent %lu recv %lu backlog %u credit_stalls %lu sq_stalls %lu held %u\n",
+	fprintf(stderr,
+		"  %s %s qp 0x%x w%d: sent %lu recv %lu backlog %u credit_stalls %lu sq_stalls %lu "
+		"held %u\n",
 		(const char *)arg, in.device, in.qp_num, in.worker, (unsigned long)in.msgs_sent,
 		(unsigned long)in.msgs_recv, in.backlog, (unsigned long)in.credit_stalls,
 		(unsigned long)in.sq_stalls, in.held);
@@ -417,25 +421,32 @@ END_TEST
 START_TEST(test_create_errors)
 {
 	const char *nodev[] = { "nosuchdev9", NULL };
-	struct pc_engine_params p = { .devices = nodev, .on_msg = cli_on_msg, .no_numa = true };
+	struct pc_engine_params p = {
+	    .size = sizeof(p), .devices = nodev, .on_msg = cli_on_msg, .no_numa = true};
 
 	errno = 0;
 	ck_assert_ptr_null(pc_engine_create(&p));
 	ck_assert_int_eq(errno, ENODEV);
 	ck_assert_ptr_nonnull(strstr(pc_last_error(), "nosuchdev9"));
 
-	p = (struct pc_engine_params){ .window = 512, .rx_bufs = 256, .on_msg = cli_on_msg };
+	p = (struct pc_engine_params){.size = sizeof(struct pc_engine_params),
+				      .window = 512,
+				      .rx_bufs = 256,
+				      .on_msg = cli_on_msg};
 	ck_assert_ptr_null(pc_engine_create(&p));
 	ck_assert_int_eq(errno, EINVAL);
 	ck_assert_ptr_nonnull(strstr(pc_last_error(), "window 512"));
 
-	p = (struct pc_engine_params){ .grant_delay_us = 10000001, .on_msg = cli_on_msg,
-				       .no_numa = true };
+	p = (struct pc_engine_params){.size = sizeof(struct pc_engine_params),
+				      .grant_delay_us = 10000001,
+				      .on_msg = cli_on_msg,
+				      .no_numa = true};
 	ck_assert_ptr_null(pc_engine_create(&p));
 	ck_assert_int_eq(errno, EINVAL);
 	ck_assert_ptr_nonnull(strstr(pc_last_error(), "grant_delay_us 10000001"));
 
-	p = (struct pc_engine_params){ .no_numa = true }; /* handler mode without a handler */
+	p = (struct pc_engine_params){.size = sizeof(struct pc_engine_params),
+				      .no_numa = true}; /* handler mode without a handler */
 	ck_assert_ptr_null(pc_engine_create(&p));
 	ck_assert_int_eq(errno, EINVAL);
 }
@@ -547,6 +558,7 @@ static void on_worker(struct pc_conn *c, void *arg)
 START_TEST(test_rpc)
 {
 	struct pc_engine_params sp = {
+		.size = sizeof(sp),
 		.workers_per_device = 2, .choose_worker = choose_last,
 		.on_conn = srv_on_conn, .on_msg = srv_on_msg, .no_numa = true,
 	};
@@ -600,9 +612,11 @@ END_TEST
 START_TEST(test_peers_differ)
 {
 	struct pc_engine_params sp = {
+		.size = sizeof(sp),
 		.msg_size = 1024, .on_conn = srv_on_conn, .on_msg = srv_on_msg, .no_numa = true,
 	};
 	struct pc_engine_params cp = {
+		.size = sizeof(cp),
 		.window = 200, .rx_bufs = 2048, .on_conn = cli_on_conn, .on_msg = cli_on_msg,
 		.no_numa = true,
 	};
@@ -680,6 +694,7 @@ static int run_op(struct pc_conn *c, struct my_op *o)
 START_TEST(test_rdma_write_read)
 {
 	struct pc_engine_params sp = {
+		.size = sizeof(sp),
 		.on_conn = srv_on_conn_keep, .on_msg = srv_on_msg, .no_numa = true,
 	};
 	const size_t len = 256 * 1024;
@@ -825,6 +840,7 @@ static void *app_main(void *arg)
 START_TEST(test_ring_mode_slow_consumer)
 {
 	struct pc_engine_params cp = {
+		.size = sizeof(cp),
 		.handoff = PC_HANDOFF_RING, .app_threads = 3, .ring_size = 16,
 		.on_conn = cli_on_conn, .no_numa = true,
 	};
@@ -866,6 +882,7 @@ END_TEST
 START_TEST(test_srq_limit_event)
 {
 	struct pc_engine_params sp = {
+		.size = sizeof(sp),
 		.handoff = PC_HANDOFF_RING, .app_threads = 1, .rx_bufs = 64, .srq_depth = 64,
 		.srq_watermark = 32, .window = 64, .no_numa = true,
 	};
@@ -925,10 +942,12 @@ END_TEST
 START_TEST(test_hybrid_idle)
 {
 	struct pc_engine_params sp = {
+		.size = sizeof(sp),
 		.on_msg = srv_on_msg, .on_conn = srv_on_conn, .idle = PC_IDLE_HYBRID,
 		.idle_spins = 200, .no_numa = true,
 	};
 	struct pc_engine_params cp = {
+		.size = sizeof(cp),
 		.on_msg = cli_on_msg, .on_conn = cli_on_conn, .idle = PC_IDLE_HYBRID,
 		.idle_spins = 200, .no_numa = true,
 	};
@@ -956,7 +975,8 @@ START_TEST(test_hybrid_idle)
 }
 END_TEST
 
-/* --- a peer crashing mid-stream ---------------------------------------------------------------- */
+/* --- a peer crashing mid-stream ----------------------------------------------------------------
+ */
 
 static void cli_on_msg_quiet(struct pc_msg *m, void *arg)
 {
@@ -967,7 +987,7 @@ static void cli_on_msg_quiet(struct pc_msg *m, void *arg)
 /* Runs in a separate process (re-executed): connects and streams until killed. */
 static int crash_client(uint16_t port)
 {
-	struct pc_engine_params p = { .on_msg = cli_on_msg_quiet, .no_numa = true };
+	struct pc_engine_params p = { .size = sizeof(p), .on_msg = cli_on_msg_quiet, .no_numa = true };
 	struct pc_engine *cli = pc_engine_create(&p);
 	struct pc_conn *c;
 	uint32_t seq = 0;

@@ -3,7 +3,8 @@
 # mark PC_API - every one pc_-prefixed - and nothing else: no dp_*, conn_*,
 # worker_* or other internal symbol, and no PC_API function left undefined;
 # and its version script (workers/libpollcore.map) lists exactly that set,
-# under the version the exported symbols carry.
+# each name's default version the newest node listing it, with an entry
+# point of its own for each older node that lists it (workers/compat.c).
 #
 #   test_exports.sh LIBPOLLCORE.so LIBPOLLCORE.map HEADER...
 set -euo pipefail
@@ -51,19 +52,37 @@ if [ -n "$missing" ]; then
 	sed 's/^/  /' <<<"$missing"
 	status=1
 fi
-# The map's global names (comments dropped), and the version they are exported under.
-mapped=$(perl -0777 -ne 's{/\*.*?\*/}{}gs; /global:(.*?)local:/s and print join("\n", $1 =~ /(\w+)\s*;/g), "\n"' "$map" | sort -u)
-version=$(perl -0777 -ne 's{/\*.*?\*/}{}gs; print $1 if /([\w.]+)\s*\{/' "$map")
+# The map's nodes in order, each with its global names (comments dropped): "NODE name" lines.
+nodes=$(perl -0777 -ne 's{/\*.*?\*/}{}gs; while (/([\w.]+)\s*\{\s*global:(.*?)\}/gs) { my $n = $1; print "$n $_\n" for $2 =~ /(\w+)\s*;/g }' "$map")
+mapped=$(awk '{ print $2 }' <<<"$nodes" | sort -u)
 if [ "$mapped" != "$exported" ]; then
 	echo "FAIL: $map and the exported set differ (< map only, > exported only):"
 	diff <(echo "$mapped") <(echo "$exported") | grep '^[<>]' | sed 's/^/  /'
 	status=1
 fi
-unversioned=$(objdump -T "$lib" | awk '$NF ~ /^pc_/ && $(NF-1) != "'"$version"'" { print $NF }')
-if [ -n "$unversioned" ]; then
-	echo "FAIL: exported without the version $version:"
-	sed 's/^/  /' <<<"$unversioned"
+# Each name: its default version (@@) is the newest node that lists it, and every
+# older node that lists it has its own entry point (name@NODE: compat.c).
+versions=$(nm -D --defined-only "$lib" | awk '$NF ~ /^pc_/ { print $NF }')
+for name in $mapped; do
+	listed=$(awk -v n="$name" '$2 == n { print $1 }' <<<"$nodes")
+	newest=$(tail -1 <<<"$listed")
+	if ! grep -qx "$name@@$newest" <<<"$versions"; then
+		echo "FAIL: $name is not exported as $name@@$newest (the newest node listing it)"
+		status=1
+	fi
+	for old in $(head -n -1 <<<"$listed"); do
+		if ! grep -qx "$name@$old" <<<"$versions"; then
+			echo "FAIL: $name is listed in $old and $newest, but $name@$old is not exported (its compat entry point)"
+			status=1
+		fi
+	done
+done
+stray=$(grep -v '@' <<<"$versions" || true)
+if [ -n "$stray" ]; then
+	echo "FAIL: exported without a version:"
+	sed 's/^/  /' <<<"$stray"
 	status=1
 fi
-[ $status -ne 0 ] || echo "OK: $(wc -l <<<"$exported") symbols exported, all pc_*, all declared PC_API, all in $map under $version"
+version=$(awk '{ print $1 }' <<<"$nodes" | sort -u | tr '\n' ' ')
+[ $status -ne 0 ] || echo "OK: $(wc -l <<<"$exported") symbols exported, all pc_*, all declared PC_API, all in $map, versions $version"
 exit $status

@@ -13,6 +13,7 @@
  *    last reference was an allocation undone after DOWN.
  */
 #include <pollcore/engine.h>
+#include <pollcore/stats.h>
 
 #include <errno.h>
 #include <pthread.h>
@@ -27,6 +28,9 @@
 static atomic_uint srv_up, srv_down, cli_up, cli_down;
 static atomic_bool srv_close_at_up;	/* the server closes each connection in its UP */
 static atomic_bool srv_close_after;	/* the server closes a connection after some messages */
+static atomic_bool srv_echo;		/* the server sends every message back */
+static atomic_bool cli_hold;		/* the client keeps what it receives (cli_held) */
+static struct pc_msg *cli_held;
 static atomic_uint srv_msgs;
 static int marker;
 
@@ -39,6 +43,9 @@ static void reset(void)
 	atomic_store(&srv_msgs, 0);
 	atomic_store(&srv_close_at_up, false);
 	atomic_store(&srv_close_after, false);
+	atomic_store(&srv_echo, false);
+	atomic_store(&cli_hold, false);
+	cli_held = NULL;
 }
 
 static void srv_on_conn(struct pc_conn *c, enum pc_conn_event ev, void *arg)
@@ -59,6 +66,10 @@ static void srv_on_msg(struct pc_msg *m, void *arg)
 	struct pc_conn *c = m->conn;
 
 	(void)arg;
+	if (atomic_load(&srv_echo)) {
+		ck_assert_int_eq(pc_send(m), 0);
+		return;
+	}
 	ck_assert_int_eq(pc_msg_release(m), 0);
 	/* every 7th message closes its connection: the clients meet closes mid-stream */
 	if (atomic_load(&srv_close_after) && n % 7 == 0) {
@@ -78,14 +89,20 @@ static void cli_on_conn(struct pc_conn *c, enum pc_conn_event ev, void *arg)
 static void cli_on_msg(struct pc_msg *m, void *arg)
 {
 	(void)arg;
+	if (atomic_load(&cli_hold) && !cli_held) {
+		cli_held = m;
+		atomic_thread_fence(memory_order_release);
+		atomic_store(&cli_hold, false);
+		return;
+	}
 	ck_assert_int_eq(pc_msg_release(m), 0);
 }
 
 static void pair(struct pc_engine **srv, struct pc_engine **cli, unsigned int app_threads)
 {
-	struct pc_engine_params sp = { .on_conn = srv_on_conn, .on_msg = srv_on_msg,
+	struct pc_engine_params sp = { .size = sizeof(sp), .on_conn = srv_on_conn, .on_msg = srv_on_msg,
 				       .no_numa = true };
-	struct pc_engine_params cp = { .on_conn = cli_on_conn, .on_msg = cli_on_msg,
+	struct pc_engine_params cp = { .size = sizeof(cp), .on_conn = cli_on_conn, .on_msg = cli_on_msg,
 				       .no_numa = true, .app_threads = app_threads,
 				       .tx_bufs = 256 };
 
@@ -203,6 +220,52 @@ START_TEST(test_handle_outlives_conn_and_engine)
 	/* the engines are gone; the handle is not */
 	check_dead_handle(kept, kept_qpn);
 	pc_conn_put(kept);
+}
+END_TEST
+
+/*
+ * A connection whose received message the application still holds when
+ * its engine is destroyed: the engine retires it itself (the message is
+ * freed with it), and the handle's final counters stay readable after,
+ * when the stats segment they lived in is gone.
+ */
+START_TEST(test_info_after_destroy_held)
+{
+	struct pc_engine *srv, *cli;
+	struct pc_conn_info in;
+	struct pc_msg *m;
+	struct pc_conn *c;
+	uint32_t qpn;
+
+	reset();
+	pair(&srv, &cli, 1);
+	ck_assert_int_eq(pc_app_attach(cli, 0), 0);
+	ck_assert_msg(pc_stats_segment(cli), "no stats segment: %s", pc_last_error());
+	c = pc_connect(cli, pc_test_addr(), pc_listen_port(srv), -1, 20000, &marker);
+	ck_assert_msg(c, "connect: %s", pc_last_error());
+	atomic_store(&srv_echo, true);
+	atomic_store(&cli_hold, true);
+	m = pc_msg_alloc(c);
+	ck_assert_ptr_nonnull(m);
+	m->len = 48;
+	memset(m->data, 0x5a, 48);
+	ck_assert_int_eq(pc_send(m), 0);
+	while (atomic_load(&cli_hold))
+		usleep(1000);
+	atomic_thread_fence(memory_order_acquire);
+	ck_assert_ptr_nonnull(cli_held);
+	pc_conn_info(c, &in);
+	qpn = in.qp_num;
+	ck_assert_uint_eq(in.held, 1);
+	/* the engine goes with the message held: it frees it, and retires the conn itself */
+	pc_engine_destroy(cli);
+	pc_engine_destroy(srv);
+	check_dead_handle(c, qpn);
+	pc_conn_info(c, &in);
+	ck_assert_uint_eq(in.msgs_sent, 1);
+	ck_assert_uint_eq(in.msgs_recv, 1);
+	ck_assert_uint_eq(in.bytes_recv, 48);
+	pc_conn_put(c);
 }
 END_TEST
 
@@ -347,6 +410,7 @@ int main(void)
 	pc_test_require_rdma();
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, test_handle_outlives_conn_and_engine);
+	tcase_add_test(tc, test_info_after_destroy_held);
 	tcase_add_test(tc, test_handles_under_closes);
 	suite_add_tcase(s, tc);
 	return pc_test_run(s);

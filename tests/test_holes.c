@@ -123,9 +123,13 @@ static void cli_on_msg(struct pc_msg *m, void *arg)
 static void pair(struct pc_engine **srv, struct pc_engine **cli)
 {
 	/* raw_bufs: test_foreign_srq_event_ignored connects as a raw peer */
-	struct pc_engine_params sp = { .on_conn = srv_on_conn, .on_msg = srv_on_msg, .no_numa = true,
-				       .raw_bufs = 16 };
-	struct pc_engine_params cp = { .on_conn = cli_on_conn, .on_msg = cli_on_msg, .no_numa = true };
+	struct pc_engine_params sp = {.size = sizeof(sp),
+				      .on_conn = srv_on_conn,
+				      .on_msg = srv_on_msg,
+				      .no_numa = true,
+				      .raw_bufs = 16};
+	struct pc_engine_params cp = {
+	    .size = sizeof(cp), .on_conn = cli_on_conn, .on_msg = cli_on_msg, .no_numa = true};
 
 	reset();
 	*srv = pc_engine_create(&sp);

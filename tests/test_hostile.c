@@ -50,6 +50,7 @@ static uint32_t srv_keepalive_ms;	/* the next server's keepalive_ms (0: default)
 static void hostile_begin_raw(uint32_t raw_bufs)
 {
 	struct pc_engine_params sp = {
+		.size = sizeof(sp),
 		.rx_bufs = SRV_RX_BUFS + raw_bufs, .raw_bufs = raw_bufs, .window = SRV_WINDOW,
 		.msg_size = SRV_MSG_SIZE, .keepalive_ms = srv_keepalive_ms,
 	};

@@ -33,6 +33,7 @@ static void idle_run(enum pc_idle idle, bool no_numa, unsigned int nw, bool slee
 {
 	const char *devs[] = { pc_test_device(), NULL };
 	struct pc_engine_params p = {
+		.size = sizeof(p),
 		.devices = devs, .workers_per_device = nw, .no_numa = no_numa,
 		.idle = idle, .idle_spins = 100, .on_msg = on_msg,
 	};
@@ -101,7 +102,7 @@ END_TEST
 
 START_TEST(test_unknown_policy)
 {
-	struct pc_engine_params p = { .idle = (enum pc_idle)3, .no_numa = true,
+	struct pc_engine_params p = { .size = sizeof(p), .idle = (enum pc_idle)3, .no_numa = true,
 				      .on_msg = on_msg };
 
 	errno = 0;

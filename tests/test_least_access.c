@@ -242,7 +242,7 @@ static int device_mrs(const char *device)
 START_TEST(test_least_access)
 {
 	const unsigned int nconns = 3, workers = 2;
-	struct pc_engine_params sp = { .workers_per_device = workers };
+	struct pc_engine_params sp = { .size = sizeof(sp), .workers_per_device = workers };
 	unsigned int first, srv_first, srv_last, i, k;
 	struct census c;
 	struct fsrv *srv;

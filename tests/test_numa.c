@@ -363,8 +363,8 @@ START_TEST(test_too_many_workers_enospc)
 		struct pc_topo *t = open_xml(i);
 		hwloc_topology_t h = pc_topo_hwloc(t);
 		hwloc_const_cpuset_t allowed = hwloc_topology_get_allowed_cpuset(h);
-		struct pc_plan_policy all = {.flags = PC_PLAN_NO_HOUSEKEEPING};
-		struct pc_plan_policy smt = {.flags = PC_PLAN_ALLOW_SMT};
+		struct pc_plan_policy all = {.size = sizeof(all), .flags = PC_PLAN_NO_HOUSEKEEPING};
+		struct pc_plan_policy smt = {.size = sizeof(smt), .flags = PC_PLAN_ALLOW_SMT};
 		char names[16][PC_NIC_NAME_MAX];
 		int n = devices_of(t, names, 16);
 		int cores = free_cores_in(h, allowed, false);
@@ -508,8 +508,8 @@ START_TEST(test_housekeeping_override)
 {
 	struct pc_topo *t = open_with_device("mlx4_0");
 	const char *dev[] = {"mlx4_0"};
-	struct pc_plan_policy all = {.flags = PC_PLAN_NO_HOUSEKEEPING};
-	struct pc_plan_policy hk = {0};
+	struct pc_plan_policy all = {.size = sizeof(all), .flags = PC_PLAN_NO_HOUSEKEEPING};
+	struct pc_plan_policy hk = {.size = sizeof(hk)};
 	hwloc_bitmap_t set = hwloc_bitmap_alloc();
 	struct pc_plan *plan;
 
@@ -536,7 +536,7 @@ START_TEST(test_explicit_device_cpus)
 	const char *dev[] = {"mlx5_0", "mlx5_2"};
 	hwloc_bitmap_t a = hwloc_bitmap_alloc(), b = hwloc_bitmap_alloc();
 	hwloc_const_cpuset_t cpus[2] = {NULL, b};
-	struct pc_plan_policy pol = {.device_cpus = cpus};
+	struct pc_plan_policy pol = {.size = sizeof(pol), .device_cpus = cpus};
 	struct pc_plan *plan = NULL;
 
 	/* mlx5_2 where it is told, in PU order, even on mlx5_0's side */
@@ -848,7 +848,7 @@ static void synthetic_xml(char *path, const char *desc, bool matrix)
 static void expect_spill_nodes(const char *desc, bool matrix, const char *node, const int *want,
 			       int nr)
 {
-	struct pc_plan_policy all = {.flags = PC_PLAN_NO_HOUSEKEEPING};
+	struct pc_plan_policy all = {.size = sizeof(all), .flags = PC_PLAN_NO_HOUSEKEEPING};
 	const char *dev[] = {"rxe0"};
 	char path[64];
 	struct pc_topo *t;

@@ -103,7 +103,7 @@ START_TEST(test_soft_roce_placed_by_netdev_or_machine)
 
 		/* Apply a one-worker plan for real; a 1-CPU VM has no core to spare. */
 		if (pc_plan_build(t, dev, 1, 1, NULL, &plan) == -ENOSPC) {
-			struct pc_plan_policy all = {.flags = PC_PLAN_NO_HOUSEKEEPING};
+			struct pc_plan_policy all = {.size = sizeof(all), .flags = PC_PLAN_NO_HOUSEKEEPING};
 
 			ck_assert_int_eq(pc_plan_build(t, dev, 1, 1, &all, &plan), 0);
 		}

@@ -56,13 +56,15 @@ static void on_msg(struct pc_msg *m, void *arg)
 static struct pc_engine *create(unsigned int workers, const char *cpus, const char *hk,
 				uint8_t port)
 {
-	struct pc_device_params dp = { .port = port ? port : pc_test_port(), .cpus = cpus };
+	struct pc_device_params dp = {
+	    .size = sizeof(dp), .port = port ? port : pc_test_port(), .cpus = cpus};
 	struct pc_engine_params p = {
-		.devices = devs,
-		.device_params = &dp,
-		.workers_per_device = workers,
-		.housekeeping_pus = hk,
-		.on_msg = on_msg,
+	    .size = sizeof(p),
+	    .devices = devs,
+	    .device_params = &dp,
+	    .workers_per_device = workers,
+	    .housekeeping_pus = hk,
+	    .on_msg = on_msg,
 	};
 
 	return pc_engine_create(&p);
@@ -119,7 +121,7 @@ END_TEST
 
 START_TEST(test_housekeeping)
 {
-	struct pc_plan_policy none = { 0 }, hk = { 0 };
+	struct pc_plan_policy none = { .size = sizeof(none) }, hk = { .size = sizeof(hk) };
 	hwloc_bitmap_t set = hwloc_bitmap_alloc();
 	int dflt, moved;
 	char list[32];
@@ -151,6 +153,7 @@ END_TEST
 START_TEST(test_bad_overrides)
 {
 	struct pc_engine_params p = {
+		.size = sizeof(p),
 		.devices = devs,
 		.housekeeping_pus = "0",
 		.no_numa = true,
@@ -184,6 +187,7 @@ END_TEST
 START_TEST(test_port)
 {
 	struct pc_engine_params p = {
+		.size = sizeof(p),
 		.devices = devs,
 		.on_msg = on_msg,
 		.no_numa = true,

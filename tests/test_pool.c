@@ -46,7 +46,7 @@ static void test_free_fn(void *addr, size_t len, void *arg)
 
 static struct pc_pool *make_pool(uint32_t nbufs, uint32_t buf_size)
 {
-	struct pc_pool_params p = {.name = "test", .nbufs = nbufs, .buf_size = buf_size};
+	struct pc_pool_params p = {.size = sizeof(p), .name = "test", .nbufs = nbufs, .buf_size = buf_size};
 	struct pc_pool *pool = pc_pool_create(&p);
 
 	ck_assert_msg(pool != NULL, "pc_pool_create: %s", pc_last_error());
@@ -203,6 +203,7 @@ START_TEST(custom_allocator)
 	struct test_alloc ta = {0};
 	struct pc_pool_allocator al = {test_alloc_fn, test_free_fn, &ta};
 	struct pc_pool_params p = {
+	    .size = sizeof(p),
 	    .name = "custom", .nbufs = 5, .buf_size = 1000, .allocator = &al};
 	struct pc_pool *pool = pc_pool_create(&p);
 	void *region;
@@ -227,7 +228,7 @@ START_TEST(allocator_failures)
 {
 	struct test_alloc ta = {.fail = 1};
 	struct pc_pool_allocator al = {test_alloc_fn, test_free_fn, &ta};
-	struct pc_pool_params p = {.name = "w3-recv", .nbufs = 4, .buf_size = 64, .allocator = &al};
+	struct pc_pool_params p = {.size = sizeof(p), .name = "w3-recv", .nbufs = 4, .buf_size = 64, .allocator = &al};
 
 	errno = 0;
 	ck_assert_ptr_null(pc_pool_create(&p));
@@ -251,12 +252,12 @@ START_TEST(bad_params)
 {
 	struct test_alloc ta = {0};
 	struct pc_pool_allocator al = {test_alloc_fn, test_free_fn, &ta};
-	struct pc_pool_params p = {.nbufs = 0, .buf_size = 64, .allocator = &al};
+	struct pc_pool_params p = {.size = sizeof(p), .nbufs = 0, .buf_size = 64, .allocator = &al};
 
 	errno = 0;
 	ck_assert_ptr_null(pc_pool_create(&p));
 	ck_assert_int_eq(errno, EINVAL);
-	p = (struct pc_pool_params){.nbufs = 4, .buf_size = 0, .allocator = &al};
+	p = (struct pc_pool_params){.size = sizeof(struct pc_pool_params), .nbufs = 4, .buf_size = 0, .allocator = &al};
 	errno = 0;
 	ck_assert_ptr_null(pc_pool_create(&p));
 	ck_assert_int_eq(errno, EINVAL);

@@ -16,6 +16,9 @@
  *    the data placed when the message arrives.
  *  - pollcore-echo, as shipped, keeps a raw client with 64 messages in
  *    flight free of RNR NAKs.
+ *  - a raw peer that never posts a receive (an NVMe-oF host gone quiet,
+ *    rnr_retry 7) is closed by the send-queue stall check, saying so,
+ *    while another raw peer on the same worker is served throughout.
  * Run alone (is_parallel: false): the RNR counter is the device's.
  */
 #include <pollcore/engine.h>
@@ -39,6 +42,7 @@
 enum srv_mode {
 	MODE_ECHO = 0,	/* hold every message until `hold` are held; then check, release, answer */
 	MODE_WRITE,	/* a message names a remote buffer: WRITE a pattern there, then say so */
+	MODE_PUSH,	/* UP sends the peer one message; every message is echoed at once */
 };
 
 static struct srv {
@@ -97,6 +101,14 @@ static void on_conn(struct pc_conn *c, enum pc_conn_event ev, void *arg)
 	(void)arg;
 	if (ev == PC_CONN_UP) {
 		pc_conn_info(c, &srv.up_info);
+		if (srv.mode == MODE_PUSH) {
+			struct pc_msg *m = pc_msg_alloc(c);
+
+			ck_assert_ptr_nonnull(m);
+			memset(m->data, 0x3c, 64);
+			m->len = 64;
+			ck_assert_int_eq(pc_send(m), 0);
+		}
 		atomic_fetch_add(&srv.ups, 1);
 		return;
 	}
@@ -182,17 +194,22 @@ static void on_msg(struct pc_msg *m, void *arg)
 	(void)arg;
 	if (srv.mode == MODE_ECHO)
 		echo_msg(m);
+	else if (srv.mode == MODE_PUSH)
+		ck_assert_int_eq(pc_send(m), 0);
 	else
 		write_msg(m);
 }
+
+static uint32_t srv_keepalive_ms;	/* the next srv_start()'s keepalive_ms; 0: default */
 
 static void srv_start(uint32_t raw_bufs, bool hook)
 {
 	const char *devs[] = { pc_test_device(), NULL };
 	struct pc_engine_params p = {
+		.size = sizeof(p),
 		.devices = devs, .no_numa = true, .msg_size = 4096, .rx_bufs = 256 + raw_bufs,
 		.raw_bufs = raw_bufs, .on_conn = on_conn, .on_msg = on_msg,
-		.on_request = hook ? on_request : NULL,
+		.on_request = hook ? on_request : NULL, .keepalive_ms = srv_keepalive_ms,
 	};
 
 	srv.e = pc_engine_create(&p);
@@ -511,7 +528,7 @@ END_TEST
 
 START_TEST(test_hook_needs_bufs)
 {
-	struct pc_engine_params p = { .no_numa = true, .on_msg = on_msg,
+	struct pc_engine_params p = { .size = sizeof(p), .no_numa = true, .on_msg = on_msg,
 				      .on_request = on_request };
 
 	errno = 0;
@@ -601,6 +618,59 @@ START_TEST(test_echo_tool_window)
 }
 END_TEST
 
+/*
+ * A raw peer that posts no receive: the server's sends to it RNR-retry
+ * without end (the peer asked for rnr_retry 7). The send-queue stall check
+ * closes it after 8 keepalive periods, saying why; a good raw peer on the
+ * same worker has its echoes all along.
+ */
+START_TEST(test_raw_stalled_closed)
+{
+	enum { KA_MS = 1000, ECHOES = 200 };
+	struct fpeer_opts stuck_o = raw_opts(NULL, 0), good_o = raw_opts(NULL, 0);
+	uint8_t buf[RSIZE];
+	struct fpeer good, stuck;
+	uint64_t t0, end;
+	uint32_t sent = 0;
+	int ret;
+
+	srv_keepalive_ms = KA_MS;
+	srv.mode = MODE_PUSH;
+	srv_start(256, false);
+	srv_keepalive_ms = 0;
+	stuck_o.no_recv = true;
+	memset(&stuck, 0, sizeof(stuck));
+	memset(&good, 0, sizeof(good));
+	ret = fpeer_connect(&stuck, pc_test_addr(), srv.port, &stuck_o);
+	ck_assert_msg(ret == 0, "stuck peer: %s (%d)", stuck.why, ret);
+	ret = fpeer_connect(&good, pc_test_addr(), srv.port, &good_o);
+	ck_assert_msg(ret == 0, "good peer: %s (%d)", good.why, ret);
+	ck_assert(wait_for(&srv.ups, 2, 10000));
+	t0 = pc_test_now_ms();
+	/* the good peer: its push, then echoes, while the stuck one's push retries */
+	memset(buf, 0x11, sizeof(buf));
+	end = t0 + 8 * KA_MS + 20000;
+	while ((good.recvs < 1 + ECHOES || !atomic_load(&srv.downs)) && pc_test_now_ms() < end) {
+		if (sent < ECHOES && sent + 1 - (good.recvs ? good.recvs - 1 : 0) < 16) {
+			ck_assert_int_eq(fpeer_send(&good, buf, RSIZE), 0);
+			sent++;
+		}
+		fpeer_poll(&good, 5);
+		fpeer_poll(&stuck, 0);
+	}
+	ck_assert_uint_eq(good.recvs, 1 + ECHOES);
+	ck_assert_msg(atomic_load(&srv.downs) == 1, "the stuck raw connection was not closed "
+		      "within %d ms (%u DOWN)", 8 * KA_MS + 20000, atomic_load(&srv.downs));
+	ck_assert_msg(strstr(srv.down_why, "no send completed"), "DOWN said: %s", srv.down_why);
+	printf("rawconn: the stuck raw peer closed after %llu ms: %s\n",
+	       (unsigned long long)(pc_test_now_ms() - t0), srv.down_why);
+	ck_assert_uint_ge(pc_test_now_ms() - t0, 4 * KA_MS);
+	fpeer_destroy(&stuck);
+	fpeer_destroy(&good);
+	srv_stop();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("rawconn");
@@ -617,6 +687,7 @@ int main(void)
 	tcase_add_test(tc, test_preset);
 	tcase_add_test(tc, test_hook_needs_bufs);
 	tcase_add_test(tc, test_echo_tool_window);
+	tcase_add_test(tc, test_raw_stalled_closed);
 	suite_add_tcase(s, tc);
 	return pc_test_run(s);
 }

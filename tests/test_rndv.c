@@ -49,7 +49,7 @@ static bool check(const struct pc_msg *m, uint32_t len, uint8_t salt)
 
 /* --- the server: checks one-way messages, answers requests ----------------------------------- */
 
-static atomic_uint srv_ok, srv_bad, srv_down;
+static atomic_uint srv_ok, srv_bad, srv_down, srv_requests;
 static atomic_uint resp_len;	/* a request's response: this long (0: as long as the request) */
 static atomic_bool srv_slow;	/* hold each one-way message a little (the receiver's pool fills) */
 
@@ -60,6 +60,9 @@ static void srv_handle(struct pc_msg *m)
 	int rc;
 
 	if (m->type == PC_MSG_ONEWAY) {
+		if (!check(m, m->len, 1))
+			fprintf(stderr, "rndv server: a one-way message of %u bytes on %p, pattern off at %ld\n", m->len,
+				(void *)m->conn, (long)pat_diff(m->data, m->len, m->len, 1));
 		atomic_fetch_add(check(m, m->len, 1) ? &srv_ok : &srv_bad, 1);
 		if (atomic_load(&srv_slow))
 			usleep(5000);
@@ -67,6 +70,10 @@ static void srv_handle(struct pc_msg *m)
 		return;
 	}
 	ck_assert_int_eq(m->type, PC_MSG_REQUEST);
+	atomic_fetch_add(&srv_requests, 1);
+	if (!check(m, m->len, 1))
+		fprintf(stderr, "rndv server: a request of %u bytes, pattern off at %ld\n", m->len,
+			(long)pat_diff(m->data, m->len, m->len, 1));
 	atomic_fetch_add(check(m, m->len, 1) ? &srv_ok : &srv_bad, 1);
 	want = atomic_load(&resp_len);
 	if (!want)
@@ -112,6 +119,7 @@ struct call {
 	atomic_int status;
 	uint32_t resp;		/* the response's length */
 	atomic_bool bytes_ok;
+	struct pc_msg *kept;	/* call_done_keep(): the request given back */
 };
 
 static void call_done(struct pc_msg *m, int status, void *arg)
@@ -121,6 +129,21 @@ static void call_done(struct pc_msg *m, int status, void *arg)
 	atomic_store(&k->bytes_ok, status == 0 && m->type == PC_MSG_RESPONSE &&
 				   check(m, k->resp, 2));
 	ck_assert_int_eq(pc_msg_release(m), 0);
+	atomic_store(&k->status, status);
+	atomic_fetch_add(&k->runs, 1);
+}
+
+/* A failed call's request is kept (k->kept), for the test to use again. */
+static void call_done_keep(struct pc_msg *m, int status, void *arg)
+{
+	struct call *k = arg;
+
+	if (status) {
+		k->kept = m;
+	} else {
+		atomic_store(&k->bytes_ok, m->type == PC_MSG_RESPONSE && check(m, k->resp, 2));
+		ck_assert_int_eq(pc_msg_release(m), 0);
+	}
 	atomic_store(&k->status, status);
 	atomic_fetch_add(&k->runs, 1);
 }
@@ -139,11 +162,13 @@ static void start(enum pc_handoff mode, uint32_t cli_pool_mb, uint32_t srv_pool_
 		  uint32_t max_msg)
 {
 	struct pc_engine_params sp = {
+		.size = sizeof(sp),
 		.on_conn = srv_on_conn, .on_msg = mode == PC_HANDOFF_HANDLER ? srv_on_msg : NULL,
 		.handoff = mode, .no_numa = true, .msg_size = MSG_SIZE, .max_msg_size = max_msg,
 		.large_pool_size = (uint64_t)srv_pool_mb << 20,
 	};
 	struct pc_engine_params cp = {
+		.size = sizeof(cp),
 		.no_numa = true, .handoff = mode, .msg_size = MSG_SIZE, .max_msg_size = max_msg,
 		.on_msg = mode == PC_HANDOFF_HANDLER ? cli_on_msg : NULL,
 		.large_pool_size = (uint64_t)cli_pool_mb << 20,
@@ -154,6 +179,7 @@ static void start(enum pc_handoff mode, uint32_t cli_pool_mb, uint32_t srv_pool_
 	atomic_store(&srv_ok, 0);
 	atomic_store(&srv_bad, 0);
 	atomic_store(&srv_down, 0);
+	atomic_store(&srv_requests, 0);
 	atomic_store(&resp_len, 0);
 	atomic_store(&srv_slow, false);
 	srv = pc_engine_create(&sp);
@@ -546,7 +572,152 @@ START_TEST(test_exhaustion)
 }
 END_TEST
 
-/* --- hostile peers ----------------------------------------------------------------------------- */
+/* Ring mode: the client's completions only (the server's application takes nothing). */
+static void pump_cli(void)
+{
+	struct pc_msg *msgs[16];
+
+	ck_assert_int_eq(pc_app_poll(cli, msgs, 16), 0);
+}
+
+/* Fills the server's pool (ring mode, not pumped): a one-way message of @len it keeps. */
+static void fill_server_pool(uint32_t len)
+{
+	uint64_t end = pc_test_now_ms() + 30000;
+	struct pc_msg *m = alloc_retry(len);
+
+	fill(m, len, 1);
+	ck_assert_int_eq(pc_send(m), 0);
+	/* read there (its block held), and ours back (the DONE came) */
+	while ((used_kib(srv) < len >> 10 || used_kib(cli)) && pc_test_now_ms() < end)
+		usleep(1000);
+	ck_assert_uint_ge(used_kib(srv), len >> 10);
+	ck_assert_uint_eq(used_kib(cli), 0);
+}
+
+/*
+ * A large call that ends (deadline) before the peer read it: its request
+ * comes back only once the peer can no longer read it. The server's pool
+ * is full, so the descriptor waits there; the client's deadline fires on
+ * time, the server is asked to leave it unread, and the buffer comes back.
+ * The client then writes other bytes into it and sends it on a second
+ * connection: the server never sees the aborted request, and the second
+ * message arrives intact. Nothing closes.
+ */
+START_TEST(test_call_ends_before_read)
+{
+	enum { LEN = 512 * 1024, DEADLINE_MS = 50 };
+	static struct call k;
+	struct pc_conn *conn2;
+	struct pc_conn_info in;
+	struct pc_msg *m;
+	uint64_t t0, t1, end;
+
+	start(PC_HANDOFF_RING, 0, 1, 1 << 20);
+	conn2 = pc_connect(cli, pc_test_addr(), pc_listen_port(srv), 0, 20000, NULL);
+	ck_assert_msg(conn2, "connect: %s", pc_last_error());
+	fill_server_pool(1 << 20);
+	memset(&k, 0, sizeof(k));
+	m = alloc_retry(LEN);
+	fill(m, LEN, 7);
+	t0 = pc_test_now_ms();
+	ck_assert_int_eq(pc_call(m, call_done_keep, &k, (uint64_t)DEADLINE_MS * 1000, NULL), 0);
+	end = t0 + 10000;
+	while (!atomic_load(&k.runs) && pc_test_now_ms() < end) {
+		pump_cli();
+		usleep(100);
+	}
+	t1 = pc_test_now_ms();
+	ck_assert_uint_eq(atomic_load(&k.runs), 1);
+	ck_assert_int_eq(atomic_load(&k.status), -ETIMEDOUT);
+	printf("rndv: a large call's deadline of %u ms came back after %llu ms\n", DEADLINE_MS,
+	       (unsigned long long)(t1 - t0));
+	/* the abort's round trip, not the peer's pool: on time */
+	ck_assert_uint_lt(t1 - t0, DEADLINE_MS + 5000);
+	m = k.kept;
+	ck_assert_ptr_nonnull(m);
+	ck_assert_msg(check(m, LEN, 7), "the request came back changed");
+	/* ours again: other bytes, and out on the other connection */
+	fill(m, LEN, 1);
+	m->conn = conn2;
+	ck_assert_int_eq(pc_send(m), 0);
+	/* the server's application takes its messages now: the held one, then the second */
+	wait_srv(2);
+	/* the aborted request was never read, never delivered */
+	ck_assert_uint_eq(atomic_load(&srv_requests), 0);
+	pc_conn_info(conn, &in);
+	ck_assert_uint_eq(in.late_responses, 0);
+	ck_assert_uint_eq(atomic_load(&srv_down), 0);
+	wait_pools_empty();
+	pc_conn_put(conn2);
+	stop();
+}
+END_TEST
+
+/*
+ * A large message allocated for one connection and sent on another is
+ * charged to the one it goes out on: the first may allocate its share
+ * again, the second holds its share while the peer has not read it.
+ */
+START_TEST(test_charge_follows_send)
+{
+	struct pc_conn *a, *b;
+	struct pc_msg *m, *m2;
+
+	/* two connections share the client's pool of 2 MiB: 1 MiB each */
+	start(PC_HANDOFF_RING, 2, 1, 1 << 20);
+	a = conn;
+	b = pc_connect(cli, pc_test_addr(), pc_listen_port(srv), 0, 20000, NULL);
+	ck_assert_msg(b, "connect: %s", pc_last_error());
+	/* the server's pool is full: what b sends waits there, unread */
+	fill_server_pool(1 << 20);
+	m = pc_msg_alloc_size(a, 1 << 20);
+	ck_assert_ptr_nonnull(m);
+	fill(m, 1 << 20, 1);
+	m->conn = b;
+	ck_assert_int_eq(pc_send(m), 0);
+	while (!waiting(srv))
+		usleep(1000);
+	/* a holds nothing now: it may allocate its share */
+	m2 = pc_msg_alloc_size(a, 1 << 20);
+	ck_assert_msg(m2, "a, whose message went out on b, is still charged: %s", pc_last_error());
+	ck_assert_int_eq(pc_msg_release(m2), 0);
+	/* b holds its share until the server reads it */
+	ck_assert_ptr_null(pc_msg_alloc_size(b, 1 << 20));
+	ck_assert_int_eq(errno, ENOBUFS);
+	ck_assert_msg(strstr(pc_last_error(), "share"), "%s", pc_last_error());
+	wait_srv(2);
+	wait_pools_empty();
+	pc_conn_put(b);
+	stop();
+}
+END_TEST
+
+/* A message of 4 MiB + 24 bytes takes 4 MiB + 64 KiB of the pool, not 8 MiB. */
+START_TEST(test_block_runs)
+{
+	struct pc_msg *a, *b;
+
+	start(PC_HANDOFF_HANDLER, 8, 0, 8 << 20);
+	a = pc_msg_alloc_size(conn, (4 << 20) + 24);
+	ck_assert_ptr_nonnull(a);
+	ck_assert_uint_eq(used_kib(cli), 4096 + 64);
+	/* the rest of the 8 MiB, less one block, is there for another */
+	b = pc_msg_alloc_size(conn, (4 << 20) - (128 << 10));
+	ck_assert_msg(b, "a second message in the rest of the pool: %s", pc_last_error());
+	ck_assert_uint_eq(used_kib(cli), 8192 - 64);
+	fill(a, (4 << 20) + 24, 1);
+	fill(b, (4 << 20) - (128 << 10), 1);
+	ck_assert_int_eq(pc_send(a), 0);
+	ck_assert_int_eq(pc_send(b), 0);
+	wait_srv(2);
+	wait_pools_empty();
+	stop();
+}
+END_TEST
+
+/* --- hostile peers -----------------------------------------------------------------------------
+ */
 
 static atomic_uint h_down;
 static char h_why[512];
@@ -597,12 +768,13 @@ static void h_on_msg(struct pc_msg *m, void *arg)
 static void h_start(uint32_t pool_mb, uint32_t max_msg)
 {
 	struct pc_engine_params sp = {
+		.size = sizeof(sp),
 		.on_conn = h_on_conn, .on_msg = h_on_msg, .no_numa = true, .msg_size = MSG_SIZE,
 		.max_msg_size = max_msg, .large_pool_size = (uint64_t)pool_mb << 20,
 		/* the whole window granted at once: the hostile peer reads no grant in headers */
 		.min_window = PC_WINDOW_DEFAULT, .keepalive_ms = h_keepalive_ms,
 	};
-	struct pc_engine_params cp = { .no_numa = true, .msg_size = MSG_SIZE,
+	struct pc_engine_params cp = { .size = sizeof(cp), .no_numa = true, .msg_size = MSG_SIZE,
 				       .handoff = PC_HANDOFF_RING, .max_msg_size = max_msg };
 
 	atomic_store(&srv_ok, 0);
@@ -933,6 +1105,9 @@ int main(void)
 	tcase_add_test(tc, test_call_ring);
 	tcase_add_test(tc, test_many_calls);
 	tcase_add_test(tc, test_exhaustion);
+	tcase_add_test(tc, test_call_ends_before_read);
+	tcase_add_test(tc, test_charge_follows_send);
+	tcase_add_test(tc, test_block_runs);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("order");
 	tcase_set_timeout(tc, 300);

@@ -20,6 +20,9 @@
  *    response the client's on_large reads into the client's buffer.
  *  - recv_decline: on_large declines (the pool is used) and an answer out
  *    of range (released() at once with -ERANGE, the pool used).
+ *  - call_refused_rewrap: pc_call() of a wrapped message of a closed
+ *    connection gives it back once and never touches it after, though
+ *    released() reuses the same entry at once for another call.
  */
 #include <pollcore/engine.h>
 
@@ -190,12 +193,24 @@ static void srv_on_conn(struct pc_conn *c, enum pc_conn_event ev, void *arg)
 		atomic_fetch_add(&down, 1);
 }
 
+/* test_call_refused_rewrap: a wrapped message of the connection that goes DOWN, and its call */
+static struct pc_msg *_Atomic dead_msg;
+static atomic_int refused_rc = 1;
+static void dead_done(struct pc_msg *m, int status, void *arg);
+
 static void cli_on_conn(struct pc_conn *c, enum pc_conn_event ev, void *arg)
 {
+	struct pc_msg *m;
+
 	(void)c;
 	(void)arg;
-	if (ev == PC_CONN_DOWN)
-		atomic_fetch_add(&cli_down, 1);
+	if (ev != PC_CONN_DOWN)
+		return;
+	/* on the worker: a call with a message of this closed connection is refused and released */
+	m = atomic_exchange(&dead_msg, NULL);
+	if (m)
+		atomic_store(&refused_rc, pc_call(m, dead_done, NULL, 0, NULL));
+	atomic_fetch_add(&cli_down, 1);
 }
 
 static void cli_on_msg(struct pc_msg *m, void *arg)
@@ -206,7 +221,7 @@ static void cli_on_msg(struct pc_msg *m, void *arg)
 
 /* The client reads a response into cbuf. */
 static atomic_uint cli_asked;
-static atomic_ullong want_req;
+static atomic_ullong seen_req;	/* the request id on_large was asked about */
 
 static bool cli_on_large(struct pc_conn *c, uint32_t len, uint8_t type, uint64_t req_id,
 			 struct pc_large_buf *b, void *arg)
@@ -215,7 +230,7 @@ static bool cli_on_large(struct pc_conn *c, uint32_t len, uint8_t type, uint64_t
 	(void)len;
 	(void)arg;
 	ck_assert_int_eq(type, PC_MSG_RESPONSE);
-	ck_assert_uint_eq(req_id, atomic_load(&want_req));
+	atomic_store(&seen_req, req_id);
 	atomic_fetch_add(&cli_asked, 1);
 	*b = (struct pc_large_buf){ cbuf, cmem, released, &crel };
 	return true;
@@ -234,10 +249,12 @@ static void *buf(uint32_t len)
 static void start(uint32_t max)
 {
 	struct pc_engine_params sp = {
+		.size = sizeof(sp),
 		.on_conn = srv_on_conn, .on_msg = srv_on_msg, .on_large = srv_on_large,
 		.no_numa = true, .msg_size = MSG_SIZE, .max_msg_size = max, .large_pool_size = max,
 	};
 	struct pc_engine_params cp = {
+		.size = sizeof(cp),
 		.on_conn = cli_on_conn, .on_msg = cli_on_msg, .on_large = cli_on_large,
 		.no_numa = true, .msg_size = MSG_SIZE, .max_msg_size = max,
 	};
@@ -510,14 +527,15 @@ START_TEST(test_recv_app)
 	atomic_store(&cst, 1);
 	m = pc_msg_wrap(conn, smem, sbuf, 1 << 20, released, &srel);
 	ck_assert_ptr_nonnull(m);
-	/* request ids start at 1 on a connection, one per call */
-	atomic_store(&want_req, 1);
+	atomic_store(&seen_req, 0);
 	ck_assert_int_eq(pc_call(m, call_done, (void *)&cst, 0, &id), 0);
-	ck_assert_uint_eq(id, 1);
+	ck_assert_uint_ne(id, 0);
 	for (end = pc_test_now_ms() + 60000; atomic_load(&cst) == 1 && pc_test_now_ms() < end;)
 		usleep(200);
 	ck_assert_int_eq(atomic_load(&cst), 0);
 	ck_assert_uint_eq(atomic_load(&cli_asked), 1);
+	/* on_large was told the response's id: the call's */
+	ck_assert_uint_eq(atomic_load(&seen_req), id);
 	wait_rel(&crel, 1);
 	ck_assert_int_eq(atomic_load(&crel.status), 0);
 	wait_rel(&srel, 1);
@@ -562,6 +580,72 @@ START_TEST(test_recv_decline)
 }
 END_TEST
 
+/*
+ * pc_call() of a wrapped message whose connection closed: refused
+ * (-ENOTCONN) and released, on the worker, which runs released() at once;
+ * released() wraps the same buffer again (the same entry comes back) for a
+ * call on a second connection. pc_call() must not touch the message once
+ * it gave it back: the second call completes, with its response.
+ */
+static struct pc_conn *conn_b;
+static atomic_uint b_runs;
+static atomic_int b_status;
+
+static void dead_done(struct pc_msg *m, int status, void *arg)
+{
+	(void)m;
+	(void)status;
+	(void)arg;
+	ck_abort_msg("the refused call's completion ran");
+}
+
+static void b_done(struct pc_msg *m, int status, void *arg)
+{
+	(void)arg;
+	atomic_store(&b_status, status == 0 && m->type != PC_MSG_RESPONSE ? -EPROTO : status);
+	ck_assert_int_eq(pc_msg_release(m), 0);
+	atomic_fetch_add(&b_runs, 1);
+}
+
+static void rewrap(void *arg, int status)
+{
+	struct pc_msg *m;
+
+	(void)arg;
+	ck_assert_int_eq(status, -ENOTCONN);
+	m = pc_msg_wrap(conn_b, smem, sbuf, MSG_SIZE + 1, released, &srel);
+	ck_assert_msg(m, "wrap again: %s", pc_last_error());
+	ck_assert_int_eq(pc_call(m, b_done, NULL, 0, NULL), 0);
+}
+
+START_TEST(test_call_refused_rewrap)
+{
+	uint64_t end;
+
+	start(SMALL);
+	atomic_store(&srel.runs, 0);
+	atomic_store(&b_runs, 0);
+	atomic_store(&refused_rc, 1);
+	conn_b = pc_connect(cli, pc_test_addr(), pc_listen_port(srv), 0, 20000, NULL);
+	ck_assert_msg(conn_b, "connect: %s", pc_last_error());
+	pat_fill(sbuf, MSG_SIZE + 1, 3);
+	atomic_store(&salt_sent, 3);
+	atomic_store(&dead_msg, pc_msg_wrap(conn, smem, sbuf, MSG_SIZE + 1, rewrap, NULL));
+	ck_assert_ptr_nonnull(atomic_load(&dead_msg));
+	ck_assert_int_eq(pc_close(conn), 0);
+	end = pc_test_now_ms() + 30000;
+	while (!atomic_load(&b_runs) && pc_test_now_ms() < end)
+		usleep(1000);
+	ck_assert_int_eq(atomic_load(&refused_rc), -ENOTCONN);
+	ck_assert_uint_eq(atomic_load(&b_runs), 1);
+	ck_assert_int_eq(atomic_load(&b_status), 0);
+	wait_rel(&srel, 1);
+	wait_ok(1);
+	pc_conn_put(conn_b);
+	stop(true);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("rndv_zc");
@@ -574,6 +658,7 @@ int main(void)
 	tcase_add_test(tc, test_bad_args);
 	tcase_add_test(tc, test_recv_app);
 	tcase_add_test(tc, test_recv_decline);
+	tcase_add_test(tc, test_call_refused_rewrap);
 	suite_add_tcase(s, tc);
 	return pc_test_run(s);
 }

@@ -355,9 +355,11 @@ static unsigned int live_conns(struct pc_engine *e)
 START_TEST(test_churn_under_app_threads)
 {
 	struct pc_engine_params sp = {
+		.size = sizeof(sp),
 		.on_conn = srv_on_conn, .on_msg = srv_on_msg, .no_numa = true,
 	};
 	struct pc_engine_params cp = {
+		.size = sizeof(cp),
 		.handoff = PC_HANDOFF_RING, .app_threads = APPS, .on_conn = cli_on_conn,
 		.no_numa = true,
 	};
@@ -450,7 +452,8 @@ START_TEST(test_churn_under_app_threads)
 		sent += apps[i].sent + apps[i].kept_sent;
 		recv += apps[i].recv;
 		ops += apps[i].ops_sub;
-		printf("app %u: allocs %llu sent %llu refused %llu, kept sent %llu refused %llu, recv %llu, ops %llu\n",
+		printf("app %u: allocs %llu sent %llu refused %llu, kept sent %llu refused %llu, "
+		       "recv %llu, ops %llu\n",
 		       i, (unsigned long long)apps[i].allocs, (unsigned long long)apps[i].sent,
 		       (unsigned long long)apps[i].refused, (unsigned long long)apps[i].kept_sent,
 		       (unsigned long long)apps[i].kept_refused, (unsigned long long)apps[i].recv,

@@ -48,8 +48,12 @@ static void job_fn(struct pc_work *work)
 
 static struct pc_engine *engine(enum pc_idle idle, void (*on_msg)(struct pc_msg *, void *))
 {
-	struct pc_engine_params p = { .workers_per_device = NW, .no_numa = true, .idle = idle,
-				      .idle_spins = 10, .on_msg = on_msg };
+	struct pc_engine_params p = {.size = sizeof(p),
+				     .workers_per_device = NW,
+				     .no_numa = true,
+				     .idle = idle,
+				     .idle_spins = 10,
+				     .on_msg = on_msg};
 	struct pc_engine *e = pc_engine_create(&p);
 
 	ck_assert_msg(e, "engine: %s", pc_last_error());
@@ -184,7 +188,7 @@ static void shard_done(struct pc_msg *m, int status, void *arg)
 START_TEST(test_sharded_server)
 {
 	enum { N = 2000 };
-	struct pc_engine_params cp = { .no_numa = true, .handoff = PC_HANDOFF_RING };
+	struct pc_engine_params cp = { .size = sizeof(cp), .no_numa = true, .handoff = PC_HANDOFF_RING };
 	struct pc_engine *cli;
 	struct pc_conn *c;
 	struct pc_msg *msgs[16];

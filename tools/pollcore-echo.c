@@ -228,7 +228,7 @@ static int run_server(int argc, char **argv)
 	    {0},
 	};
 	uint32_t port = DEFAULT_PORT, workers = 1, max_size = 4096;
-	struct pc_engine_params p = {0};
+	struct pc_engine_params p = { .size = sizeof(p) };
 	const char *bind = NULL;
 	struct server s = { .raw_depth = DEFAULT_RAW_DEPTH };
 	struct pc_engine *e;
@@ -756,7 +756,7 @@ static int run_client(int argc, char **argv)
 				.nconns = 1,
 				.window = 16,
 				.workers = 1};
-	struct pc_engine_params p = {0};
+	struct pc_engine_params p = { .size = sizeof(p) };
 	struct client cl = {0};
 	struct sigaction sa = {.sa_handler = on_signal};
 	struct pc_engine *e = NULL;

@@ -220,7 +220,7 @@ int main(int argc, char **argv)
 {
 	char(*names)[PC_NIC_NAME_MAX] = NULL;
 	struct pc_nic_locality *locs = NULL;
-	struct opts o = {0};
+	struct opts o = { .policy = { .size = sizeof(struct pc_plan_policy) } };
 	struct pc_plan *plan = NULL;
 	struct pc_topo *t;
 	int n, err, ret = 1;

@@ -905,11 +905,16 @@ static int resolve(const char *addr, uint16_t port, bool passive, struct rdma_ad
 
 int pc_listen(struct pc_engine *e, const char *addr, uint16_t port)
 {
+	struct rdma_cm_id *id = NULL;
 	struct rdma_addrinfo *res;
 	int ret;
 
-	if (e->listen_id)
-		return set_error(-EALREADY, "already listening on port %u", e->listen_port);
+	/* held across the setup: a second pc_listen() waits, then finds this one */
+	pthread_mutex_lock(&e->listen_lock);
+	if (e->listen_id) {
+		ret = set_error(-EALREADY, "already listening on port %u", e->listen_port);
+		goto unlock;
+	}
 	/*
 	 * Any address: the IPv6 wildcard, which rdma_cm also matches for IPv4
 	 * (its ids are not AF-only by default). rdma_getaddrinfo(NULL) gives
@@ -917,29 +922,52 @@ int pc_listen(struct pc_engine *e, const char *addr, uint16_t port)
 	 */
 	ret = resolve(addr ? addr : "::", port, true, &res);
 	if (ret)
-		return ret;
-	ret = rdma_create_id(e->ch, &e->listen_id, NULL, RDMA_PS_TCP);
+		goto unlock;
+	ret = rdma_create_id(e->ch, &id, NULL, RDMA_PS_TCP);
 	if (ret) {
 		ret = set_error(pc_neg_errno(-1), "rdma_create_id: %s", strerror(errno));
 		goto out;
 	}
-	if (rdma_bind_addr(e->listen_id, res->ai_src_addr) || rdma_listen(e->listen_id, 128)) {
+	if (rdma_bind_addr(id, res->ai_src_addr) || rdma_listen(id, 128)) {
 		ret = set_error(pc_neg_errno(-1), "cannot listen on %s port %u: %s",
-				   addr ? addr : "(any)", port, strerror(errno));
-		rdma_destroy_id(e->listen_id);
-		e->listen_id = NULL;
+				addr ? addr : "(any)", port, strerror(errno));
+		rdma_destroy_id(id);
 		goto out;
 	}
-	e->listen_port = ntohs(rdma_get_src_port(e->listen_id));
+	e->listen_port = ntohs(rdma_get_src_port(id));
+	e->listen_id = id;
 	pc_info("listening on %s port %u", addr ? addr : "(any)", e->listen_port);
 out:
 	rdma_freeaddrinfo(res);
+unlock:
+	pthread_mutex_unlock(&e->listen_lock);
 	return ret;
+}
+
+int pc_listen_stop(struct pc_engine *e)
+{
+	struct rdma_cm_id *id;
+
+	pthread_mutex_lock(&e->listen_lock);
+	id = e->listen_id;
+	e->listen_id = NULL;
+	pthread_mutex_unlock(&e->listen_lock);
+	if (!id)
+		return set_error(-EINVAL, "pc_listen_stop: not listening");
+	/* outside the lock: it waits for the control thread to ack the listener's events */
+	rdma_destroy_id(id);
+	pc_info("no longer listening on port %u", e->listen_port);
+	return 0;
 }
 
 uint16_t pc_listen_port(struct pc_engine *e)
 {
-	return e->listen_id ? e->listen_port : 0;
+	uint16_t port;
+
+	pthread_mutex_lock(&e->listen_lock);
+	port = e->listen_id ? e->listen_port : 0;
+	pthread_mutex_unlock(&e->listen_lock);
+	return port;
 }
 
 struct pc_conn *pc_connect(struct pc_engine *e, const char *addr, uint16_t port, int worker,

@@ -630,6 +630,7 @@ static pc_always_inline void wr_done(struct pc_worker *w, struct wr_ctx *ctx, bo
 	case WR_RNDV_INV:
 	case WR_RNDV_READ:
 	case WR_RNDV_DONE:
+	case WR_RNDV_ABORT:
 		rndv_sq_done(w, ctx, failed);
 		break;
 	default: /* WR_CREDIT: nothing to give back */

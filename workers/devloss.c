@@ -64,6 +64,7 @@ static unsigned int close_all_on(struct pc_engine *e, unsigned int d)
 {
 	struct pc_dev *dev = e->devs[d];
 	struct cds_lfht_node *node;
+	struct rdma_cm_id *lid;
 	struct cds_lfht_iter it;
 	struct conn *c, *next;
 	unsigned int n = 0;
@@ -84,10 +85,14 @@ static unsigned int close_all_on(struct pc_engine *e, unsigned int d)
 			control_close_conn(c, -ENODEV, "device removed");
 		}
 	}
-	if (e->listen_id && e->listen_id->verbs == dev->ctx) {
-		pc_warn("%s: the listener was bound to it; no longer listening", dev->name);
-		rdma_destroy_id(e->listen_id);
+	pthread_mutex_lock(&e->listen_lock);
+	lid = e->listen_id && e->listen_id->verbs == dev->ctx ? e->listen_id : NULL;
+	if (lid)
 		e->listen_id = NULL;
+	pthread_mutex_unlock(&e->listen_lock);
+	if (lid) {
+		pc_warn("%s: the listener was bound to it; no longer listening", dev->name);
+		rdma_destroy_id(lid);
 	}
 	return n;
 }

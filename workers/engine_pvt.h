@@ -7,7 +7,8 @@
  *
  *   field                 | control thread | workers      | app threads
  *   ----------------------+----------------+--------------+------------------
- *   ch, listen_id         | events         | -            | create (listen/connect)
+ *   ch                    | events         | -            | create (connect)
+ *   listen_id             | listen_lock    | -            | listen_lock
  *   inbox (ctl_inbox)     | dequeue        | enqueue      | enqueue (pc_close, pc_connect)
  *   conns (rculfhash)     | add / del      | lookup (RCU) | lookup (RCU)
  *   live_conns            | inc / dec      | -            | read
@@ -34,6 +35,7 @@ struct dev_life {
 struct pc_engine {
 	struct pc_engine_params p;
 	char **devnames;
+	struct pc_device_params *devp;	/* the caller's device parameters, during pc_engine_create() */
 	struct pc_dev **devs;
 	unsigned int ndevs;
 	struct ibv_context **cm_ctxs;	/* rdma_get_devices(); refreshed when a device is released */
@@ -50,6 +52,7 @@ struct pc_engine {
 	bool ctl_started;
 	int ctl_efd;
 	struct rdma_event_channel *ch;
+	pthread_mutex_t listen_lock;	/* listen_id: pc_listen(), pc_listen_stop(), a device lost */
 	struct rdma_cm_id *listen_id;
 	uint16_t listen_port;
 	struct ctl_inbox inbox;
@@ -66,6 +69,7 @@ struct pc_engine {
 	atomic_bool complete;
 
 	atomic_int *slot_taken;
+	uint32_t *slot_seq;	/* a slot's call sequence while no thread holds it (submit.c) */
 	atomic_uint call_seq_any;	/* call ids of threads neither attached nor a worker */
 	struct stats_seg seg;		/* the stats segment (stats.c); base NULL: none */
 	struct pc_engine *next_engine;	/* the process's engines (control.c), under its lock */

@@ -13,7 +13,9 @@
  * write completes with IBV_WC_RETRY_EXC_ERR, which closes the connection
  * like any failed completion, DOWN saying so.
  *
- * The same look watches the send queue. RC completes every WR, or fails
+ * The same look watches the send queue, raw peers' too (an NVMe-oF host
+ * that stops posting receives must not hold its worker's resources, or
+ * the other hosts' I/O behind them, for ever). RC completes every WR, or fails
  * it, within the QP's retries; only RNR retries (rnr_retry 7) go on without
  * end, against a peer that never posts receives. A connection that had WRs
  * in flight and saw none complete for KA_SQ_STUCK_SCANS looks (16 s by
@@ -74,8 +76,14 @@ static void ka_scan(struct pc_worker *w, uint64_t now, uint32_t period_ms, bool 
 		struct conn *c = conn_of_node(node);
 
 		/* c->w is set before the conn is published; other workers' conns are not ours */
-		if (c->w != w || c->state != CONN_UP || c->raw)
+		if (c->w != w || c->state != CONN_UP)
 			continue;
+		/* a raw peer gets no probe (no credit word), but a stalled send queue closes it too */
+		if (pc_unlikely(c->raw)) {
+			if (!off)
+				ka_sq_stalled(w, c);
+			continue;
+		}
 		if (c->rv.tx_head && rndv_overdue(w, c, now, done_limit))
 			continue;
 		if (off || ka_sq_stalled(w, c))

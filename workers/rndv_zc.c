@@ -66,20 +66,22 @@ void rndv_zc_init(struct rndv_pool *rv, uint32_t first)
 }
 
 /*
- * Is [@addr, @addr + @len) inside @mr, a registration of @w's device?
- * 0, or the negative errno with pc_last_error() saying why.
+ * Is [@addr, @addr + @len) inside @handle's registration on @w's device?
+ * 0 with *@mrp set, or the negative errno with pc_last_error() saying why.
  */
-static int zc_check(struct pc_worker *w, const struct conn *c, const struct ibv_mr *mr,
-		    const void *addr, uint64_t len)
+static int zc_check(struct pc_worker *w, const struct conn *c, const void *handle,
+		    const void *addr, uint64_t len, struct ibv_mr **mrp)
 {
 	uintptr_t a = (uintptr_t)addr, base;
+	struct ibv_mr *mr;
 
-	if (pc_unlikely(!mr || !addr || !len))
+	if (pc_unlikely(!handle || !addr || !len))
 		return set_error(-EINVAL, "%s qp 0x%x: an application buffer needs a handle, an "
 				 "address and a length (%p, %p, %llu)", c->devname, c->qpn,
-				 (const void *)mr, addr, (unsigned long long)len);
-	if (pc_unlikely(mr->pd != w->dev->pd))
-		return set_error(-EXDEV, "%s qp 0x%x: the buffer's handle is not a registration "
+				 handle, addr, (unsigned long long)len);
+	mr = mem_mr(handle, w->dev->pd);
+	if (pc_unlikely(!mr))
+		return set_error(-EXDEV, "%s qp 0x%x: the buffer's handle has no registration "
 				 "on this connection's device (another device or engine)",
 				 c->devname, c->qpn);
 	base = (uintptr_t)mr->addr;
@@ -87,12 +89,13 @@ static int zc_check(struct pc_worker *w, const struct conn *c, const struct ibv_
 		return set_error(-ERANGE, "%s qp 0x%x: buffer [%p, +%llu) is outside its "
 				 "registration [%p, +%zu)", c->devname, c->qpn, addr,
 				 (unsigned long long)len, mr->addr, mr->length);
+	*mrp = mr;
 	return 0;
 }
 
 /* A popped entry takes the application's buffer (sending or receiving). */
-static void zc_fill(struct lmsg *lm, void *addr, void *mr, pc_release_fn released, void *arg,
-		    uint64_t len)
+static void zc_fill(struct lmsg *lm, void *addr, struct ibv_mr *mr, pc_release_fn released,
+		    void *arg, uint64_t len)
 {
 	lm->zc_addr = addr;
 	lm->zc_mr = mr;
@@ -111,13 +114,14 @@ struct pc_msg *pc_msg_wrap(struct pc_conn *pconn, void *mem, void *addr, size_t 
 	struct conn *c = (struct conn *)pconn;
 	struct pc_worker *w = c->w;
 	struct rndv_pool *rv = w->rv;
+	struct ibv_mr *mr = NULL;
 	struct lmsg *lm;
 	uint64_t peer;
 	int ret;
 
 	if (pc_unlikely(__atomic_load_n(&c->state, __ATOMIC_RELAXED) >= CONN_DRAINING))
 		goto closed;
-	ret = zc_check(w, c, mem, addr, len);
+	ret = zc_check(w, c, mem, addr, len, &mr);
 	if (ret)
 		goto err;
 	if (pc_unlikely(c->raw || !rv)) {
@@ -147,7 +151,7 @@ struct pc_msg *pc_msg_wrap(struct pc_conn *pconn, void *mem, void *addr, size_t 
 		rndv_zc_push(rv, lm);
 		goto closed;
 	}
-	zc_fill(lm, addr, mem, released, arg, len);
+	zc_fill(lm, addr, mr, released, arg, len);
 	return lm_to_send(lm, c, addr, (uint32_t)len, (uint32_t)len);
 
 closed:
@@ -169,6 +173,7 @@ struct lmsg *rndv_zc_recv(struct pc_worker *w, struct conn *c, const struct wire
 {
 	struct rndv_pool *rv = w->rv;
 	struct pc_large_buf b = { 0 };
+	struct ibv_mr *mr = NULL;
 	struct lmsg *lm;
 	int ret;
 
@@ -179,14 +184,14 @@ struct lmsg *rndv_zc_recv(struct pc_worker *w, struct conn *c, const struct wire
 		rndv_zc_push(rv, lm);
 		return NULL;
 	}
-	ret = zc_check(w, c, b.mem, b.addr, d->len);
+	ret = zc_check(w, c, b.mem, b.addr, d->len, &mr);
 	if (ret) {
 		rndv_zc_push(rv, lm);
 		if (b.released)
 			b.released(b.arg, ret);
 		return NULL;
 	}
-	zc_fill(lm, b.addr, b.mem, b.released, b.arg, d->len);
+	zc_fill(lm, b.addr, mr, b.released, b.arg, d->len);
 	lm->rx_counted = false;
 	lm->m.origin = NULL;
 	return lm;

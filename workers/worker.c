@@ -108,22 +108,26 @@ static int worker_setup(struct pc_worker *w)
 
 	/* receive buffers: the NIC writes them locally; nothing remote */
 	snprintf(name, sizeof(name), "w%u-rx", w->idx);
-	pp = (struct pc_pool_params){ name, p->rx_bufs, buf_size, d->pd, IBV_ACCESS_LOCAL_WRITE,
-				      alloc };
+	pp = (struct pc_pool_params){ .size = sizeof(pp), .name = name, .nbufs = p->rx_bufs,
+				      .buf_size = buf_size, .pd = d->pd,
+				      .access = IBV_ACCESS_LOCAL_WRITE, .allocator = alloc };
 	w->rx = pc_pool_create(&pp);
 	if (!w->rx)
 		return -errno;
 	/* send buffers: the NIC only reads them */
 	snprintf(name, sizeof(name), "w%u-tx", w->idx);
-	pp = (struct pc_pool_params){ name, p->tx_bufs, buf_size, d->pd, 0, alloc };
+	pp = (struct pc_pool_params){ .size = sizeof(pp), .name = name, .nbufs = p->tx_bufs,
+				      .buf_size = buf_size, .pd = d->pd, .allocator = alloc };
 	w->tx = pc_pool_create(&pp);
 	if (!w->tx)
 		return -errno;
 	/* raw peers' own receive queues: a pool of their own, apart from the SRQ's */
 	if (p->raw_bufs) {
 		snprintf(name, sizeof(name), "w%u-raw", w->idx);
-		pp = (struct pc_pool_params){ name, p->raw_bufs, buf_size, d->pd,
-					      IBV_ACCESS_LOCAL_WRITE, alloc };
+		pp = (struct pc_pool_params){ .size = sizeof(pp), .name = name,
+					      .nbufs = p->raw_bufs, .buf_size = buf_size,
+					      .pd = d->pd, .access = IBV_ACCESS_LOCAL_WRITE,
+					      .allocator = alloc };
 		w->raw = pc_pool_create(&pp);
 		if (!w->raw)
 			return -errno;

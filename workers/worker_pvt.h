@@ -146,6 +146,24 @@ static inline struct pc_op *op_of_ctx(struct wr_ctx *ctx)
 	return pc_container_of((void *)ctx, struct pc_op, priv);
 }
 
+/* --- the application's memory (mem.c) ------------------------------------ */
+
+/* What pc_mem_reg() and pc_engine_mem_reg() return: one registration per device. */
+#define MEM_MAGIC 0x4d454d31u	/* "MEM1" */
+struct mem {
+	uint32_t magic;
+	uint32_t n;
+	void *addr;
+	size_t len;
+	struct {
+		struct ibv_pd *pd;	/* the device's */
+		struct ibv_mr *mr;
+	} reg[];
+};
+
+/* The registration of @handle on protection domain @pd, or NULL. Any thread. */
+struct ibv_mr *mem_mr(const void *handle, const struct ibv_pd *pd);
+
 /* --- workers --------------------------------------------------------------- */
 
 /* One rx buffer's receive WR and its SGE (w->srq_wrs, by buffer index). */

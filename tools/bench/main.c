@@ -105,7 +105,7 @@ void bench_params(const struct bench_opts *o, uint32_t msg_size, struct pc_engin
 {
 	uint32_t rx = (64u << 20) / msg_size;
 
-	*p = (struct pc_engine_params){ 0 };
+	*p = (struct pc_engine_params){ .size = sizeof(struct pc_engine_params) };
 	p->devices = o->devices[0] ? o->devices : NULL;
 	p->workers_per_device = o->workers;
 	p->msg_size = msg_size;
@@ -424,13 +424,16 @@ static void print_json(const struct bench_opts *o, const struct bench_result *r)
 	double rate = rate_of(o, r);
 
 	printf("{\"mode\": \"%s\", \"size\": %u, \"rendezvous\": %s, \"connections\": %u, "
-	       "\"workers\": %u, \"window\": %u, \"post_batch\": %u, \"seconds\": %.6f, \"sent\": %" PRIu64 ", \"completed\": %" PRIu64
-	       ", \"received\": %" PRIu64 ", \"bytes_sent\": %" PRIu64
-	       ", \"bytes_received\": %" PRIu64 ", \"disorder\": %" PRIu64 ", \"verified\": %s, "
+	       "\"workers\": %u, \"window\": %u, \"post_batch\": %u, \"seconds\": %.6f, \"sent\": "
+	       "%" PRIu64 ", \"completed\": %" PRIu64 ", \"received\": %" PRIu64
+	       ", \"bytes_sent\": %" PRIu64 ", \"bytes_received\": %" PRIu64
+	       ", \"disorder\": %" PRIu64 ", \"verified\": %s, "
 	       "\"rate\": %.1f, \"mb_s\": %.3f",
 	       bench_mode_name(o->mode), o->size,
 	       (o->mode == MODE_SEND || o->mode == MODE_RPC) && o->msg_size && o->size > o->msg_size
-		       ? "true" : "false", o->conns, o->workers, o->window,
+		   ? "true"
+		   : "false",
+	       o->conns, o->workers, o->window,
 	       o->mode == MODE_SEND && o->producer == PROD_THREAD ? o->post_batch : 0, r->secs,
 	       r->sent, r->completed, r->received, r->bytes_sent, r->bytes_received, r->disorder,
 	       o->mode == MODE_WRITE || o->mode == MODE_READ ? (r->verified ? "true" : "false")

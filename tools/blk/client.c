@@ -845,7 +845,7 @@ int blk_client_main(int argc, char **argv)
 	struct cli_opts o = {.rw = "randread", .port = BLK_PORT, .iobs = 4096, .depth = 32,
 			     .time_s = 10, .gen = 1, .size = 64ull << 20};
 	struct sigaction sa = {.sa_handler = on_signal};
-	struct pc_engine_params p = {0};
+	struct pc_engine_params p = { .size = sizeof(p) };
 	struct pc_engine *e = NULL;
 	struct pc_poller *poller = NULL;
 	struct client *cl;

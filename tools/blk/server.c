@@ -410,7 +410,7 @@ static int parse_opts(int argc, char **argv, struct srv_opts *o)
 int blk_server_main(int argc, char **argv)
 {
 	struct srv_opts o = {.port = BLK_PORT, .bs = 4096, .workers = 1, .staging = 64};
-	struct pc_engine_params p = {0};
+	struct pc_engine_params p = { .size = sizeof(p) };
 	struct blk_server s = {0};
 	struct pc_worker_stats ws;
 	struct pc_engine *e = NULL;

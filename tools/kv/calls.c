@@ -15,7 +15,6 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <sched.h>
 #include <stdarg.h>
 #include <stdlib.h>
 
@@ -35,13 +34,6 @@ static uint64_t rnd(uint64_t *s)
 {
 	*s += 0x9e3779b97f4a7c15ull;
 	return kv_mix(*s);
-}
-
-/* Gives @m back; the submission ring may be full for a moment. */
-void kv_release(struct pc_msg *m)
-{
-	while (pc_msg_release(m) == -ENOBUFS)
-		sched_yield();
 }
 
 /* A response to flight @f: is it what the key should hold? Counts a mismatch if not. */
@@ -126,7 +118,7 @@ static void kv_done(struct pc_msg *m, int status, void *arg)
 	if (!f->busy) {
 		cl->duplicates++;
 		note(cl, "a call completed twice (status %d)", status);
-		kv_release(m);
+		pc_msg_release(m);
 		return;
 	}
 	f->busy = false;
@@ -135,7 +127,7 @@ static void kv_done(struct pc_msg *m, int status, void *arg)
 	cl->inflight--;
 	if (!status) {
 		check(cl, f, m);
-		kv_release(m);
+		pc_msg_release(m);
 		return;
 	}
 	if (status == -ETIMEDOUT)
@@ -156,7 +148,7 @@ static void kv_done(struct pc_msg *m, int status, void *arg)
 		k->uncertain = true;
 	if (f->op == KV_DEL)
 		k->unc_del = true;
-	kv_release(m);
+	pc_msg_release(m);
 }
 
 /* Makes one call on @x; false when @x can take no more now. */
@@ -180,21 +172,18 @@ bool kv_issue(struct client *cl, struct cconn *x)
 	}
 	if (k->busy)
 		return false; /* unlucky; another turn */
-	m = x->spare;
-	x->spare = NULL;
+	cl->allocs++;
+	m = pc_msg_alloc(x->conn);
 	if (!m) {
-		cl->allocs++;
-		m = pc_msg_alloc(x->conn);
-		if (!m) {
-			if (errno == ENOBUFS) {
-				cl->enobufs++;
-				return false;
-			}
-			cl->refused++;
-			note(cl, "pc_msg_alloc: %s", strerror(errno));
-			x->dead = true;
+		if (errno == ENOBUFS) {
+			/* the slot's stock of send buffers is empty: calls ending fill it */
+			cl->enobufs++;
 			return false;
 		}
+		cl->refused++;
+		note(cl, "pc_msg_alloc: %s", strerror(errno));
+		x->dead = true;
+		return false;
 	}
 	r = (uint32_t)(rnd(&x->rng) % 100);
 	h.code = r < 50 ? KV_GET : r < 85 ? KV_PUT : KV_DEL;
@@ -208,22 +197,17 @@ bool kv_issue(struct client *cl, struct cconn *x)
 	m->len = (uint32_t)sizeof(h) + h.vlen;
 	f = &x->fl[x->free_fl[--x->nfree]];
 	*f = (struct flight){.x = x, .key = ki, .ver = h.ver, .op = h.code, .busy = true};
+	/* beyond the window the call waits in the engine, its deadline running: never refused */
 	ret = pc_call(m, kv_done, f, (uint64_t)cl->timeout_ms * 1000, &id);
 	if (ret) {
 		f->busy = false;
 		x->nfree++;
-		if (ret == -ENOBUFS || ret == -EAGAIN) {
-			/* the submission ring or the request window is full: later */
-			x->spare = m;
-			cl->submit_full += ret == -ENOBUFS;
-			cl->window_full += ret == -EAGAIN;
-			return false;
-		}
+		cl->eagain += ret == -EAGAIN;
 		cl->refused++;
-		note(cl, "pc_call: %s", pc_last_error());
-		x->dead = true;
+		note(cl, "pc_call: %s (%s)", strerror(-ret), pc_last_error());
+		x->dead = ret == -ENOTCONN;
 		if (ret != -ENOTCONN)
-			kv_release(m);
+			pc_msg_release(m);
 		return false;
 	}
 	cl->calls++;
@@ -237,9 +221,6 @@ bool kv_issue(struct client *cl, struct cconn *x)
 	if (h.code == KV_GET && cl->cancel_every && cl->gets % cl->cancel_every == 0) {
 		/* on purpose: it ends -ECANCELED, or answered if the response won */
 		ret = pc_call_cancel(x->conn, id);
-		/* a cancel travels in a send buffer from the same stock: an allocation too */
-		cl->allocs++;
-		cl->enobufs += ret == -ENOBUFS;
 		cl->cancels += !ret;
 		cl->cancel_fail += !!ret;
 	}

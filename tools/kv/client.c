@@ -35,7 +35,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#define MAX_DEPTH 64u /* the engine's request window (PC_WINDOW_DEFAULT) */
+/* the engine's max_calls by default (2 x the window): beyond the window, calls wait in it */
+#define MAX_DEPTH (2 * PC_WINDOW_DEFAULT)
 #define DRAIN_S	  30u /* calls without a deadline: give up waiting after this long */
 
 static volatile sig_atomic_t interrupted;
@@ -120,14 +121,11 @@ static double run(struct client *cl, struct pc_engine *e, uint32_t secs)
 		n = pc_app_poll(e, msgs, 32);
 		for (int j = 0; j < n; j++) {
 			cl->unexpected++;
-			kv_release(msgs[j]);
+			pc_msg_release(msgs[j]);
 		}
 		if (t_stop && (!cl->inflight || now - t_stop > give_up))
 			break;
 	}
-	for (i = 0; i < cl->nconns; i++)
-		if (cl->cc[i].spare)
-			kv_release(cl->cc[i].spare);
 	return (double)(t_stop - t0) / 1e9;
 }
 
@@ -145,14 +143,12 @@ static void report(struct client *cl, double secs, uint64_t late, bool json)
 		       ", \"lost\": %" PRIu64 ", \"duplicates\": %" PRIu64 ", \"refused\": %" PRIu64
 		       ", \"unexpected\": %" PRIu64 ", \"allocs\": %" PRIu64
 		       ", \"enobufs\": %" PRIu64
-		       ", \"enobufs_ratio\": %.6f, \"submit_full\": %" PRIu64
-		       ", \"window_full\": %" PRIu64 "}\n",
+		       ", \"enobufs_ratio\": %.6f, \"eagain\": %" PRIu64 "}\n",
 		       cl->nconns, cl->depth, secs, cl->calls, cl->ops,
 		       secs > 0 ? (double)cl->ops / secs : 0.0, cl->gets, cl->puts, cl->dels,
 		       cl->mismatches, cl->errors, cl->timeouts, cl->cancelled, cl->cancels,
 		       cl->cancel_fail, late, cl->inflight, cl->duplicates, cl->refused,
-		       cl->unexpected, cl->allocs, cl->enobufs, ratio, cl->submit_full,
-		       cl->window_full);
+		       cl->unexpected, cl->allocs, cl->enobufs, ratio, cl->eagain);
 		return;
 	}
 	printf("calls        %" PRIu64 " in %.3f s (%" PRIu64 " GET, %" PRIu64 " PUT, %" PRIu64
@@ -186,7 +182,7 @@ int kv_client(int argc, char **argv)
 	struct client cl = {
 	    .nconns = 1, .depth = 16, .timeout_ms = 1000, .nkeys = 10000, .cancel_every = 16};
 	struct sigaction sa = {.sa_handler = on_signal};
-	struct pc_engine_params p = {0};
+	struct pc_engine_params p = { .size = sizeof(p) };
 	struct pc_engine *e = NULL;
 	uint32_t port = KV_DEFAULT_PORT, secs = 5, i;
 	uint64_t late = 0;

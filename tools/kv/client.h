@@ -36,7 +36,6 @@ struct cconn {
 	uint32_t nfree;
 	uint32_t *keys; /* the key indexes this connection carries */
 	uint32_t nkeys;
-	struct pc_msg *spare; /* a buffer pc_call() gave back (-ENOBUFS, -EAGAIN) */
 	uint64_t rng;
 	bool dead; /* closed: no more calls on it */
 };
@@ -48,14 +47,12 @@ struct client {
 	struct cconn *cc;
 	uint64_t calls, ops, gets, puts, dels, mismatches, errors, timeouts, cancelled;
 	uint64_t cancels, cancel_fail, duplicates, refused, unexpected, allocs, enobufs;
-	uint64_t submit_full, window_full, inflight;
+	uint64_t eagain, inflight; /* eagain: pc_call() refused for max_calls (never, below it) */
 	char first_err[256];
 	atomic_uint downs;
 };
 
 /* calls.c: makes one call on @x; false when @x can take no more now */
 bool kv_issue(struct client *cl, struct cconn *x);
-/* calls.c: gives @m back, waiting out a full submission ring */
-void kv_release(struct pc_msg *m);
 
 #endif /* TOOLS_KV_CLIENT_H */

@@ -33,7 +33,7 @@ void kv_usage(FILE *f)
 		"                          [--timeout-ms MS] [--keys K] [--cancel-every N] [--json]"
 		" [--no-numa]\n"
 		"defaults: port %d, workers 1, stall-every 0 (never); client: connections 1,\n"
-		"depth 16 calls in flight per connection (at most 64), time 5 s, timeout-ms 1000\n"
+		"depth 16 calls in flight per connection (at most 128), time 5 s, timeout-ms 1000\n"
 		"(0: none), keys 10000, cancel-every 16 (every 16th GET is cancelled; 0: none)\n",
 		KV_DEFAULT_PORT);
 }

@@ -18,11 +18,12 @@
  *
  * --stall-every K holds every Kth GET of a shard unanswered for STALL_MS
  * before answering it, so that the client's deadlines fire (its late
- * response is dropped by the client's pollcore and counted).
+ * response is dropped by the client's pollcore and counted). The shard's
+ * poller answers them when their time comes.
  *
- * What could not go at once (a submission ring full: -ENOBUFS) waits on
- * the shard's retry list, in order, and goes from the shard's poller, which
- * also answers the stalled GETs when their time comes.
+ * Nothing here waits for room: pc_reply() and pc_worker_post() take every
+ * message and every piece of work (their submission queues are the
+ * messages' own), so the server is its key-value logic and nothing else.
  */
 #include "../cli.h"
 #include "kv.h"
@@ -51,16 +52,13 @@ struct entry {
 	uint8_t val[KV_VALUE_MAX];
 };
 
-enum { DO_POST = 1, DO_REPLY, DO_RELEASE };
-
 /* What the server keeps with a request it holds: in the request's buffer, past any request. */
 struct ctx {
 	struct pc_work work; /* the handoff to the owning worker */
 	struct pc_msg *m;
 	struct shard *to; /* the shard that owns the key */
-	struct ctx *next; /* on a shard's held or retry list */
+	struct ctx *next; /* on a shard's held list */
 	uint64_t t;	  /* stalled since (ms) */
-	int what;	  /* on the retry list: DO_* */
 };
 
 #define CTX_OFF	 ((KV_MSG_MAX + 15) & ~15u)
@@ -75,9 +73,8 @@ struct shard {
 	uint32_t present; /* keys with a value */
 	uint32_t stall_n; /* GETs since the last stall */
 	uint32_t stall_every;
-	uint64_t gets, puts, dels, bad, full, stalled, conns, handed, retries;
-	struct ctx *held, **held_tail;	 /* stalled GETs, oldest first */
-	struct ctx *retry, **retry_tail; /* what waits for ring room, in order */
+	uint64_t gets, puts, dels, bad, full, stalled, conns, handed;
+	struct ctx *held, **held_tail; /* stalled GETs, oldest first */
 } __attribute__((aligned(64)));
 
 struct server {
@@ -97,18 +94,6 @@ static uint64_t coarse_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-static void retry_later(struct shard *s, struct pc_msg *m, int what)
-{
-	struct ctx *x = ctx_of(m);
-
-	x->m = m;
-	x->what = what;
-	x->next = NULL;
-	*s->retry_tail = x;
-	s->retry_tail = &x->next;
-	s->retries++;
 }
 
 static struct entry *shard_find(struct shard *s, uint64_t key, bool add)
@@ -163,16 +148,14 @@ static bool shard_room(struct shard *s)
 	return true;
 }
 
-/* Gives @m back to its worker, with the answer in place; @s: the shard we run on. */
-static void reply(struct shard *s, struct pc_msg *m)
+/* Gives @m back to its worker, with the answer in place. */
+static void reply(struct pc_msg *m)
 {
 	int ret = pc_reply(m);
 
 	/* -ENOTCONN: the connection is closing and pollcore took the buffer back */
-	if (ret == -ENOBUFS)
-		retry_later(s, m, DO_REPLY); /* another worker's message: its ring is full */
-	else if (ret && ret != -ENOTCONN && pc_msg_release(m) == -ENOBUFS)
-		retry_later(s, m, DO_RELEASE);
+	if (ret && ret != -ENOTCONN)
+		pc_msg_release(m);
 }
 
 /* Runs the (well-formed) request @m on the shard that owns its key, and answers it. */
@@ -227,7 +210,7 @@ static void serve(struct shard *s, struct pc_msg *m)
 	}
 	memcpy(m->data, &h, sizeof(h));
 	m->len = rlen;
-	reply(s, m);
+	reply(m);
 }
 
 /* On the owner's worker: serve @m now, or stall it (a GET, --stall-every). */
@@ -258,33 +241,16 @@ static void handed_over(struct pc_work *work)
 	arrive(x->to, x->m);
 }
 
-/* Each shard's poller: the retry list, in order, then the stalled GETs whose time came. */
+/* Each shard's poller: the stalled GETs whose time came. */
 static int shard_poll(void *arg)
 {
 	struct shard *s = arg;
 	struct ctx *x;
 	uint64_t now;
-	int ret, done = 0;
+	int done = 0;
 
-	while ((x = s->retry)) {
-		if (x->what == DO_POST)
-			ret = pc_worker_post(x->to->w, &x->work);
-		else if (x->what == DO_REPLY)
-			ret = pc_reply(x->m);
-		else
-			ret = pc_msg_release(x->m);
-		if (ret == -ENOBUFS)
-			break;
-		s->retry = x->next;
-		if (!s->retry)
-			s->retry_tail = &s->retry;
-		if (ret && ret != -ENOTCONN && x->what == DO_REPLY &&
-		    pc_msg_release(x->m) == -ENOBUFS)
-			retry_later(s, x->m, DO_RELEASE);
-		done++;
-	}
 	if (!s->held)
-		return done;
+		return 0;
 	now = coarse_ms();
 	while ((x = s->held) && now - x->t >= STALL_MS) {
 		s->held = x->next;
@@ -317,7 +283,7 @@ static void srv_on_msg(struct pc_msg *m, void *arg)
 		h.code = KV_BAD;
 		memcpy(m->data, &h, sizeof(h));
 		m->len = sizeof(h);
-		reply(s, m);
+		reply(m);
 		return;
 	}
 	to = &srv->shards[kv_mix(h.key ^ 0x5bd1e995u) % srv->nshards];
@@ -325,14 +291,13 @@ static void srv_on_msg(struct pc_msg *m, void *arg)
 		arrive(s, m);
 		return;
 	}
-	/* another worker's key: hand it over, behind what waits for room already */
+	/* another worker's key: hand it over (posts from one thread run in order) */
 	s->handed++;
 	x = ctx_of(m);
 	x->work.fn = handed_over;
 	x->m = m;
 	x->to = to;
-	if (s->retry || pc_worker_post(to->w, &x->work) == -ENOBUFS)
-		retry_later(s, m, DO_POST);
+	pc_worker_post(to->w, &x->work);
 }
 
 static void srv_on_conn(struct pc_conn *conn, enum pc_conn_event ev, void *arg)
@@ -360,7 +325,7 @@ int kv_server(int argc, char **argv)
 	    {0},
 	};
 	uint32_t port = KV_DEFAULT_PORT, workers = 1;
-	struct pc_engine_params p = {0};
+	struct pc_engine_params p = { .size = sizeof(p) };
 	struct server srv = {0};
 	const char *addr = NULL;
 	uint64_t keys = 0, gets = 0, puts = 0, dels = 0, bad = 0, full = 0, stalled = 0;
@@ -426,7 +391,6 @@ int kv_server(int argc, char **argv)
 		s->w = pc_engine_worker(e, i);
 		s->stall_every = srv.stall_every;
 		s->held_tail = &s->held;
-		s->retry_tail = &s->retry;
 		/* before any connection: the poller only ever runs on the shard's worker */
 		if (!s->w || !pc_worker_add_poller(s->w, shard_poll, s)) {
 			fprintf(stderr, KV_PROG " server: worker %u: %s\n", i, pc_last_error());
@@ -455,10 +419,8 @@ int kv_server(int argc, char **argv)
 
 		printf(KV_PROG " server: shard %u: %u keys, %" PRIu64 " connections; %" PRIu64
 			       " GET, %" PRIu64 " PUT, %" PRIu64 " DEL, %" PRIu64
-			       " stalled; %" PRIu64 " handed to another shard, %" PRIu64
-			       " waited for ring room\n",
-		       i, s->present, s->conns, s->gets, s->puts, s->dels, s->stalled, s->handed,
-		       s->retries);
+			       " stalled; %" PRIu64 " handed to another shard\n",
+		       i, s->present, s->conns, s->gets, s->puts, s->dels, s->stalled, s->handed);
 		keys += s->present;
 		gets += s->gets;
 		puts += s->puts;

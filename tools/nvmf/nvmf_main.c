@@ -246,7 +246,7 @@ int main(int argc, char **argv)
 	struct opts o = {.port = 4420, .bs = 512, .workers = 1, .in_capsule = 4096,
 			 .depth = 128, .ioq = 4, .ctrls = 2, .staging = 128};
 	struct nvmf_ns_config nsc[NT_MAX_NS] = {0};
-	struct pc_engine_params p = {0};
+	struct pc_engine_params p = { .size = sizeof(p) };
 	struct nvmf_tgt_config cfg = {0};
 	struct pc_topo *topo = NULL;
 	struct pc_worker_stats ws;

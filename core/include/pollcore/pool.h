@@ -86,6 +86,8 @@ struct pc_pool_allocator {
 
 /**
  * struct pc_pool_params - what pc_pool_create() builds.
+ * @size: sizeof(struct pc_pool_params) as the caller compiled it: required
+ *        (fields are only added at the end; see pc_engine_params' @size).
  * @name: short name used in log and error messages (e.g. "w0-recv"); NULL
  *        for "(unnamed)".
  * @nbufs: number of buffers, > 0.
@@ -100,6 +102,7 @@ struct pc_pool_allocator {
  * @allocator: region allocator, or NULL for posix_memalign(4096).
  */
 struct pc_pool_params {
+	uint32_t size;
 	const char *name;
 	uint32_t nbufs;
 	uint32_t buf_size;

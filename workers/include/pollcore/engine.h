@@ -306,6 +306,8 @@ struct pc_conn_request {
 
 /**
  * struct pc_device_params - settings of one device; zero means default.
+ * @size: sizeof(struct pc_device_params) as the caller compiled it, in
+ *        every entry (the ABI: see struct pc_engine_params' @size).
  * @port: port number (1-based) the device is used on; 0 means 1.
  * @cpus: PUs for this device's workers, as operating-system indexes in
  *        hwloc list syntax (e.g. "2,4,8-9"): worker k of the device runs on
@@ -314,6 +316,7 @@ struct pc_conn_request {
  *        cores chosen by the planner (docs/placement.md).
  */
 struct pc_device_params {
+	uint32_t size;
 	uint8_t port;
 	const char *cpus;
 };
@@ -323,6 +326,14 @@ struct pc_device_params {
 
 /**
  * struct pc_engine_params - engine configuration; zero means default.
+ * @size: sizeof(struct pc_engine_params), as the caller compiled it:
+ *        required. Fields are only ever added at the end of the structure;
+ *        the library reads @size bytes, takes what it does not find there
+ *        as 0 (default), and refuses a larger structure whose extra bytes
+ *        it does not know and are not 0 (E2BIG). So a program built
+ *        against an older header runs with a newer library, and one built
+ *        against a newer header gets an error, not a surprise, from an
+ *        older library that cannot honour a field it sets.
  * @devices: verbs device names, NULL-terminated; NULL: the first device.
  * @device_params: NULL for defaults, or one entry per name in @devices (one
  *                 entry when @devices is NULL).
@@ -377,11 +388,12 @@ struct pc_device_params {
  *                        every WR that can be outstanding: a connection is
  *                        refused when it would not (send WRs in flight
  *                        share what receives and drain markers leave).
- * @max_unanswered: calls per connection that timed out or were cancelled
- *                  and whose response never came, before the connection
- *                  closes (-ETIMEDOUT, "N calls unanswered"); default
- *                  @window (each holds a window slot: at @window the
- *                  connection could make no call any more).
+ * @max_unanswered: places of a connection's window held by calls that
+ *                  timed out or were cancelled and whose response never
+ *                  came: when there are this many, the connection closes
+ *                  (-ETIMEDOUT, "N calls unanswered"); default and at most
+ *                  @window (then the window holds nothing else: no call
+ *                  could ever be answered again).
  * @max_msg_size: largest message, default PC_MAX_MSG_DEFAULT (16 MiB).
  *                Above @msg_size a message goes by rendezvous: the
  *                receiver RDMA-READs it from the sender's buffer, which
@@ -504,8 +516,13 @@ struct pc_device_params {
  *            errno. At most 128 application buffers (sent and received)
  *            are in use per worker; beyond, the hook is not asked.
  * @arg: passed to the callbacks.
+ * @max_calls: calls per connection that pc_call() has accepted and that
+ *             have not ended (completed, or a response delivered) at most:
+ *             those beyond the window wait in the engine, their deadlines
+ *             running; pc_call() says -EAGAIN beyond. Default 2 x @window.
  */
 struct pc_engine_params {
+	uint32_t size;
 	const char *const *devices;
 	const struct pc_device_params *device_params;
 	unsigned int workers_per_device;
@@ -526,7 +543,6 @@ struct pc_engine_params {
 	uint32_t ring_size;
 	uint32_t max_conns_per_worker;
 	uint32_t max_unanswered;
-	uint32_t max_calls;
 	uint32_t max_msg_size;
 	uint64_t large_pool_size;
 	enum pc_idle idle;
@@ -542,6 +558,7 @@ struct pc_engine_params {
 	bool (*on_large)(struct pc_conn *conn, uint32_t len, uint8_t type, uint64_t req_id,
 			 struct pc_large_buf *buf, void *arg);
 	void *arg;
+	uint32_t max_calls;
 };
 
 /**
@@ -558,6 +575,71 @@ struct pc_engine_params {
  * Return: the engine, or NULL with errno set and pc_last_error() saying why.
  */
 PC_API struct pc_engine *pc_engine_create(const struct pc_engine_params *params);
+
+/**
+ * struct pc_engine_info - what an engine runs with: its parameters after
+ * defaults, and what its devices allow.
+ * @size: in: sizeof(struct pc_engine_info) as the caller compiled it (the
+ *        library fills that much, and no more).
+ * @workers: workers in all.
+ * @devices: devices.
+ * @msg_size: largest message in one receive buffer.
+ * @max_msg_size: largest message at all: max_msg_size where every device has
+ *                rendezvous, @msg_size where none has (no type-2 memory
+ *                windows), else the smaller.
+ * @window: receive credits one peer may hold, and requests in flight per
+ *          connection.
+ * @min_window: credits every connection is guaranteed.
+ * @max_calls: calls per connection not ended that pc_call() accepts.
+ * @max_unanswered: unanswered calls that close a connection.
+ * @rx_bufs: receive buffers per worker.
+ * @tx_bufs: send buffers per worker.
+ * @srq_depth: SRQ depth per worker.
+ * @raw_bufs: receive buffers per worker set aside for raw peers.
+ * @sq_depth: send queue depth per QP.
+ * @max_conns_per_worker: connections per worker at most.
+ * @app_threads: application slots.
+ * @handoff: enum pc_handoff.
+ * @idle: enum pc_idle as asked for (pc_worker_stats.busy_poll says what applies).
+ * @keepalive_ms: keepalive period (PC_KEEPALIVE_OFF: none).
+ * @grant_delay_us: how long a grant may wait for a message to carry it.
+ * @large_pool_size: bytes of each worker's large-message pool (0: none).
+ */
+struct pc_engine_info {
+	uint32_t size;
+	uint32_t workers;
+	uint32_t devices;
+	uint32_t msg_size;
+	uint32_t max_msg_size;
+	uint32_t window;
+	uint32_t min_window;
+	uint32_t max_calls;
+	uint32_t max_unanswered;
+	uint32_t rx_bufs;
+	uint32_t tx_bufs;
+	uint32_t srq_depth;
+	uint32_t raw_bufs;
+	uint32_t sq_depth;
+	uint32_t max_conns_per_worker;
+	uint32_t app_threads;
+	uint32_t handoff;
+	uint32_t idle;
+	uint32_t keepalive_ms;
+	uint32_t grant_delay_us;
+	uint64_t large_pool_size;
+};
+
+/**
+ * pc_engine_info - the engine's effective parameters.
+ * @e: engine.
+ * @info: its @size set; filled up to it.
+ *
+ * Any thread; no system call.
+ *
+ * Return: 0; -EINVAL for a NULL @e or @info, or a @size below the first
+ * layout's (this one's).
+ */
+PC_API int pc_engine_info(const struct pc_engine *e, struct pc_engine_info *info);
 
 /**
  * pc_engine_destroy - close every connection, drain, stop and free.
@@ -594,6 +676,18 @@ PC_API int pc_listen(struct pc_engine *e, const char *addr, uint16_t port);
  * Return: the port, or 0 when not listening.
  */
 PC_API uint16_t pc_listen_port(struct pc_engine *e);
+
+/**
+ * pc_listen_stop - undo pc_listen(): accept no new connection.
+ * @e: engine.
+ *
+ * Any thread but a worker's. Connections already accepted stay; a request
+ * that arrives from now on is refused by the device's connection manager.
+ * pc_listen() may be called again.
+ *
+ * Return: 0; -EINVAL when @e is not listening.
+ */
+PC_API int pc_listen_stop(struct pc_engine *e);
 
 /**
  * pc_connect - connect to a pollcore server and wait until established.
@@ -906,10 +1000,51 @@ PC_API void *pc_mem_reg(struct pc_conn *conn, void *addr, size_t len, int access
 			uint32_t *rkey);
 
 /**
- * pc_mem_dereg - undo pc_mem_reg().
- * @handle: from pc_mem_reg(), or NULL.
+ * pc_engine_mem_reg - register application memory on an engine's devices,
+ * without a connection.
+ * @e: engine.
+ * @device: one of its devices by name, or NULL for every device.
+ * @addr: memory.
+ * @len: bytes.
+ * @access: least access needed (IBV_ACCESS_*).
  *
- * Any thread, once no posted work uses the memory (a syscall).
+ * Any thread but a worker's, before or while connections come and go (a
+ * system call per device: ibv_reg_mr() on each device's protection
+ * domain; never per message). The handle serves every connection of the
+ * devices it covers: pc_msg_wrap(), on_large's struct pc_large_buf, and
+ * pc_mem_keys() for the keys of a pc_op on a given connection. As with
+ * pc_mem_reg(), a device with rendezvous gets IBV_ACCESS_MW_BIND added.
+ * Released by pc_mem_dereg(), which must come before a removed device can
+ * go (docs/reliability.md).
+ *
+ * Return: a handle, or NULL with errno set: EINVAL (no engine, address or
+ * length), ENODEV (no such device in @e, or it was removed), or
+ * ibv_reg_mr()'s errno (pc_last_error() naming the device).
+ */
+PC_API void *pc_engine_mem_reg(struct pc_engine *e, const char *device, void *addr, size_t len,
+			       int access);
+
+/**
+ * pc_mem_keys - the keys of a registration on a connection's device.
+ * @handle: from pc_mem_reg() or pc_engine_mem_reg().
+ * @conn: a connection (a handle the caller may use).
+ * @lkey: filled (for a pc_op's @lkey), or NULL.
+ * @rkey: filled (for a peer's RDMA, if @access granted it), or NULL.
+ *
+ * Any thread; no system call.
+ *
+ * Return: 0; -EINVAL (not a handle), -ENOTCONN (@conn closing or closed),
+ * -EXDEV (@handle has no registration on @conn's device).
+ */
+PC_API int pc_mem_keys(const void *handle, const struct pc_conn *conn, uint32_t *lkey,
+		       uint32_t *rkey);
+
+/**
+ * pc_mem_dereg - undo pc_mem_reg() or pc_engine_mem_reg().
+ * @handle: the handle, or NULL.
+ *
+ * Any thread, once no posted work uses the memory (a system call per
+ * device it covers).
  */
 PC_API void pc_mem_dereg(void *handle);
 
@@ -926,6 +1061,20 @@ PC_API void pc_mem_dereg(void *handle);
  * thread is attached to this engine already), -ENOSPC (too many engines).
  */
 PC_API int pc_app_attach(struct pc_engine *e, unsigned int idx);
+
+/**
+ * pc_app_detach - undo pc_app_attach(): the calling thread leaves its slot.
+ * @e: the engine the thread is attached to.
+ *
+ * The attached thread itself. The slot, its stock of send buffers and its
+ * handoff ring stay for the next thread that attaches to it: completions of
+ * calls still running, and messages not yet taken, come to that thread's
+ * pc_app_poll(). Detach once your calls have ended and you took your
+ * messages; not from inside a completion.
+ *
+ * Return: 0; -EPERM when the thread is not attached to @e.
+ */
+PC_API int pc_app_detach(struct pc_engine *e);
 
 /**
  * pc_app_poll - take received messages for this application thread.
