@@ -72,6 +72,22 @@ int pc_numa_bind_thread(const struct pc_topo *t, const struct pc_plan_entry *e)
 	return 0;
 }
 
+int pc_numa_unbind_thread(const struct pc_topo *t)
+{
+	hwloc_const_cpuset_t all;
+	int err;
+
+	err = require_thissystem(t, "pc_numa_unbind_thread");
+	if (err)
+		return err;
+	/* every PU the process may run on (its cpuset), as before a binding */
+	all = hwloc_topology_get_allowed_cpuset(t->h);
+	if (hwloc_set_cpubind(t->h, all, HWLOC_CPUBIND_THREAD) < 0)
+		return set_error(pc_neg_errno(-1), "cannot let the thread run on every allowed PU: %s",
+				 strerror(errno));
+	return 0;
+}
+
 void *pc_numa_alloc(const struct pc_topo *t, size_t size, int numa_node)
 {
 	static bool warned;

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "abi_pvt.h"
 #include "log_pvt.h"
 
 struct core {
@@ -320,17 +321,29 @@ static int check_args(const struct pc_topo *t, const char *const *devices, unsig
 	return 0;
 }
 
-int pc_plan_build(const struct pc_topo *t, const char *const *devices, unsigned int nr_devices,
-		  unsigned int workers_per_device, const struct pc_plan_policy *policy,
-		  struct pc_plan **out)
+/* pc_plan_build@@POLLCORE_0.2 (struct pc_plan_policy carries its size); workers/compat.c has 0.1's */
+PC_API int pc_plan_build_0_2(const struct pc_topo *t, const char *const *devices,
+			     unsigned int nr_devices, unsigned int workers_per_device,
+			     const struct pc_plan_policy *policy, struct pc_plan **out);
+PC_SYMVER_DEFAULT(pc_plan_build_0_2, pc_plan_build, "POLLCORE_0.2");
+
+int pc_plan_build_0_2(const struct pc_topo *t, const char *const *devices, unsigned int nr_devices,
+		      unsigned int workers_per_device, const struct pc_plan_policy *policy,
+		      struct pc_plan **out)
 {
-	static const struct pc_plan_policy defaults;
-	const struct pc_plan_policy *pol = policy ? policy : &defaults;
+	struct pc_plan_policy polc = { .size = sizeof(polc) };
+	const struct pc_plan_policy *pol = &polc;
 	struct planner p = {.t = t, .nr_devices = nr_devices};
 	unsigned int w = workers_per_device, total, planned = 0, *placed = NULL;
 	struct pc_plan *plan = NULL;
 	int err, slots;
 
+	if (policy) {
+		err = abi_copy(&polc, sizeof(polc), policy, policy->size, sizeof(polc),
+			       "pc_plan_policy");
+		if (err)
+			return err;
+	}
 	err = check_args(t, devices, nr_devices, w, out);
 	if (err)
 		return err;

@@ -918,6 +918,16 @@ START_TEST(test_bind_and_alloc_live)
 	ck_assert_int_eq(pc_numa_mem_node(t, p, size), where.numa_node);
 	pc_numa_free(t, p, size);
 
+	/* unbound again: the thread may run on every PU it could before */
+	ck_assert_int_eq(pc_numa_unbind_thread(t), 0);
+	{
+		hwloc_bitmap_t now = hwloc_bitmap_alloc();
+
+		ck_assert_int_eq(hwloc_get_cpubind(pc_topo_hwloc(t), now, HWLOC_CPUBIND_THREAD), 0);
+		ck_assert(hwloc_bitmap_isincluded(mine, now));
+		hwloc_bitmap_free(now);
+	}
+
 	e.pu = 1 << 20;
 	ck_assert_int_eq(pc_numa_bind_thread(t, &e), -EINVAL);
 	errno = 0;
@@ -931,6 +941,7 @@ START_TEST(test_bind_and_alloc_live)
 	x = open_xml(0);
 	e.pu = 0;
 	ck_assert_int_eq(pc_numa_bind_thread(x, &e), -EOPNOTSUPP);
+	ck_assert_int_eq(pc_numa_unbind_thread(x), -EOPNOTSUPP);
 	ck_assert_int_eq(pc_numa_where(x, &where), -EOPNOTSUPP);
 	p = pc_numa_alloc(x, size, -1);
 	ck_assert_ptr_nonnull(p);

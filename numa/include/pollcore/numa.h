@@ -194,6 +194,8 @@ enum {
 
 /**
  * struct pc_plan_policy - how pc_plan_build() chooses PUs.
+ * @size: sizeof(struct pc_plan_policy) as the caller compiled it: required
+ *        (fields are only added at the end; see pc_engine_params' @size).
  * @flags: PC_PLAN_* flags.
  * @housekeeping: PUs (os indexes) kept for the rest of the application:
  *                every core with a PU in it is left out. NULL means the
@@ -209,6 +211,7 @@ enum {
  * A NULL policy is the default (all zero).
  */
 struct pc_plan_policy {
+	uint32_t size;
 	unsigned int flags;
 	hwloc_const_cpuset_t housekeeping;
 	const hwloc_const_cpuset_t *device_cpus;
@@ -314,6 +317,18 @@ PC_API const char *pc_plan_reason_str(enum pc_plan_reason reason);
  * the thread elsewhere.
  */
 PC_API int pc_numa_bind_thread(const struct pc_topo *t, const struct pc_plan_entry *e);
+
+/**
+ * pc_numa_unbind_thread - undo pc_numa_bind_thread(): the calling thread
+ * may run on every PU the process is allowed again.
+ * @t: live topology (pc_topo_open()).
+ *
+ * The thread itself.
+ *
+ * Return: 0; -EOPNOTSUPP when @t is not this machine (XML); the negative
+ * errno of a refused binding.
+ */
+PC_API int pc_numa_unbind_thread(const struct pc_topo *t);
 
 /**
  * struct pc_numa_where - where the calling thread last ran.
