@@ -15,6 +15,7 @@
  *    not repeat the first thread's; EPERM when not attached.
  */
 #include <pollcore/engine.h>
+#include <pollcore/poller.h>
 
 #include <errno.h>
 #include <pthread.h>
@@ -295,6 +296,110 @@ START_TEST(test_app_detach)
 }
 END_TEST
 
+/*
+ * What pc_reply(), pc_call(), pc_call_cancel() and pc_worker_post() can
+ * still refuse, each error once, exactly: never for lack of buffers,
+ * credits or ring room (that is gone), only for a message or a call that
+ * is wrong, or a connection that is closing.
+ */
+static void work_fn(struct pc_work *w)
+{
+	(void)w;
+}
+
+START_TEST(test_remaining_errors)
+{
+	const char *devs[] = { pc_test_device(), NULL };
+	struct pc_engine_params cp = { .size = sizeof(cp), .devices = devs, .no_numa = true,
+				       .handoff = PC_HANDOFF_RING, .workers_per_device = 2 };
+	struct pc_engine *srv = engine(true, PC_HANDOFF_HANDLER), *cli;
+	struct pc_work work = { .fn = NULL };
+	struct pc_conn *a, *b;
+	struct pc_msg *m;
+	uint64_t id;
+
+	cli = pc_engine_create(&cp);
+	ck_assert_msg(cli, "%s", pc_last_error());
+	ck_assert_int_eq(pc_listen(srv, pc_test_addr(), 0), 0);
+	ck_assert_int_eq(pc_app_attach(cli, 0), 0);
+	a = pc_connect(cli, pc_test_addr(), pc_listen_port(srv), 0, 20000, NULL);
+	b = pc_connect(cli, pc_test_addr(), pc_listen_port(srv), 1, 20000, NULL);
+	ck_assert_msg(a && b, "connect: %s", pc_last_error());
+	ck_assert_ptr_ne(pc_conn_worker(a), pc_conn_worker(b));
+
+	m = pc_msg_alloc(a);
+	ck_assert_ptr_nonnull(m);
+	m->len = 8;
+	/* a message that is neither a request nor a response */
+	ck_assert_int_eq(pc_reply(m), -EINVAL);
+	m->type = PC_MSG_RESPONSE;
+	/* longer than its buffer */
+	m->len = m->cap + 1;
+	ck_assert_int_eq(pc_reply(m), -EMSGSIZE);
+	ck_assert_int_eq(pc_call(m, NULL, NULL, 0, NULL), -EMSGSIZE);
+	m->len = 8;
+	/* the data pointer moved */
+	m->data = (char *)m->data + 1;
+	ck_assert_int_eq(pc_reply(m), -EINVAL);
+	ck_assert_int_eq(pc_send(m), -EINVAL);
+	m->data = (char *)m->data - 1;
+	/* a message of worker 0 on a connection of worker 1 */
+	m->conn = b;
+	ck_assert_int_eq(pc_reply(m), -EXDEV);
+	ck_assert_int_eq(pc_call(m, NULL, NULL, 0, NULL), -EXDEV);
+	m->conn = a;
+	/* a deadline needs a completion */
+	ck_assert_int_eq(pc_call(m, NULL, NULL, 1000, NULL), -EINVAL);
+	/* pc_worker_post() without a function */
+	ck_assert_int_eq(pc_worker_post(pc_conn_worker(a), &work), -EINVAL);
+	work.fn = work_fn;
+	ck_assert_int_eq(pc_worker_post(pc_conn_worker(a), &work), 0);
+
+	/* a closed connection: the message goes back, the call and its cancel say so */
+	ck_assert_int_eq(pc_call(m, NULL, NULL, 0, &id), 0);
+	ck_assert_int_eq(pc_close(a), 0);
+	{
+		uint64_t end = pc_test_now_ms() + 10000;
+		struct pc_msg *got[4];
+
+		/* until the close reached the connection: then allocations say ENOTCONN */
+		while ((m = pc_msg_alloc(a)) || errno != ENOTCONN) {
+			ck_assert(pc_test_now_ms() < end);
+			if (m)
+				ck_assert_int_eq(pc_msg_release(m), 0);
+			ck_assert_int_ge(pc_app_poll(cli, got, 4), 0);
+			usleep(1000);
+		}
+	}
+	ck_assert_ptr_null(m);
+	ck_assert_int_eq(errno, ENOTCONN);
+	ck_assert_int_eq(pc_call_cancel(a, id), -ENOTCONN);
+	m = pc_msg_alloc(b);
+	ck_assert_ptr_nonnull(m);
+	m->len = 8;
+	m->type = PC_MSG_RESPONSE;
+	m->conn = a;	/* m is worker 1's, a is worker 0's */
+	ck_assert_int_eq(pc_reply(m), -EXDEV);
+	m->conn = b;
+	ck_assert_int_eq(pc_close(b), 0);
+	{
+		uint64_t end = pc_test_now_ms() + 10000;
+		struct pc_msg *n;
+
+		/* b closes; a reply on it then releases the message, and says so */
+		while ((n = pc_msg_alloc(b)) && pc_test_now_ms() < end) {
+			ck_assert_int_eq(pc_msg_release(n), 0);
+			usleep(1000);
+		}
+	}
+	ck_assert_int_eq(pc_reply(m), -ENOTCONN);
+	pc_engine_destroy(cli);
+	pc_engine_destroy(srv);
+	pc_conn_put(a);
+	pc_conn_put(b);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("api");
@@ -306,6 +411,7 @@ int main(void)
 	tcase_add_test(tc, test_engine_mem_reg);
 	tcase_add_test(tc, test_listen_stop);
 	tcase_add_test(tc, test_app_detach);
+	tcase_add_test(tc, test_remaining_errors);
 	suite_add_tcase(s, tc);
 	return pc_test_run(s);
 }

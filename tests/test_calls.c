@@ -912,9 +912,24 @@ START_TEST(test_cancel_without_buffers)
 		k[i].pattern = (unsigned char)(0x70 + i);
 		ck_assert_int_eq(call(&k[i], 24, 0), 0);
 	}
-	/* the slot's whole stock of send buffers taken */
-	while (nh < TX && (hoard[nh] = pc_msg_alloc(conn)))
-		nh++;
+	/* every send buffer taken: the worker has none left to stock the slot with */
+	{
+		uint64_t dry = pc_test_now_ms() + 200;
+
+		while (pc_test_now_ms() < dry) {
+			struct pc_msg *m = pc_msg_alloc(conn);
+
+			if (!m) {
+				ck_assert_int_eq(errno, ENOBUFS);
+				usleep(1000);
+				continue;
+			}
+			ck_assert_uint_lt(nh, TX);
+			hoard[nh++] = m;
+			dry = pc_test_now_ms() + 200;
+		}
+	}
+	ck_assert_uint_eq(nh, TX - N);
 	ck_assert_ptr_null(pc_msg_alloc(conn));
 	ck_assert_int_eq(errno, ENOBUFS);
 	for (i = 0; i < N; i++)
