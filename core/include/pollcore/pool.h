@@ -155,10 +155,12 @@ struct pc_pool {
  * default allocator, create it on the worker's core so first touch (and
  * ibv_reg_mr pinning) places the pages on the worker's NUMA node.
  *
- * Return: the pool, or NULL with errno set: EINVAL (nbufs or buf_size 0,
- * region size overflows, allocator returned misaligned memory), ENOMEM, or
- * the errno of a failed allocator or ibv_reg_mr. pc_last_error() names the
- * pool (and device).
+ * Return: the pool, or NULL with errno set: EINVAL (no @params, its @size
+ * below the first layout's, nbufs or buf_size 0, region size overflows,
+ * allocator returned misaligned memory), E2BIG (@size above this library's
+ * with unknown bytes set), ENOMEM, EIO (ibv_reg_mr failed without an
+ * errno); otherwise the errno of a failed allocator or ibv_reg_mr, passed
+ * on. pc_last_error() names the pool (and device).
  */
 PC_API struct pc_pool *pc_pool_create(const struct pc_pool_params *params);
 

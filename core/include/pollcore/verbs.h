@@ -50,9 +50,11 @@ struct pc_dev {
  *
  * Control thread. The port must be ACTIVE.
  *
- * Return: the handle, or NULL with errno set (ENODEV: no such device or no
- * device at all; ENETDOWN: port not active; others from verbs) and
- * pc_last_error() explaining which.
+ * Return: the handle, or NULL with errno set and pc_last_error() explaining
+ * which: ENODEV (no such device, no device at all, or @port beyond its
+ * ports), ENETDOWN (port not active), EINVAL (@gid_index beyond the GID
+ * table), ENOMEM, EIO (a verbs call failed without an errno); other errno
+ * values of verbs are passed on.
  */
 PC_API struct pc_dev *pc_dev_open(const char *name, uint8_t port, int gid_index);
 
@@ -72,7 +74,9 @@ PC_API void pc_dev_close(struct pc_dev *dev);
  * Control thread. Allocates a PD and queries the device and port; the GID
  * index is left at 0 (rdma_cm resolves addressing itself).
  *
- * Return: the handle, or NULL with errno set.
+ * Return: the handle, or NULL with errno set, as pc_dev_open(): ENODEV
+ * (@port beyond the device's ports), ENETDOWN, EINVAL (an empty GID table),
+ * ENOMEM, EIO, or verbs' errno.
  */
 PC_API struct pc_dev *pc_dev_from_context(struct ibv_context *ctx, uint8_t port);
 
@@ -110,9 +114,11 @@ PC_API int pc_wc_error(const struct pc_dev *dev, const struct ibv_wc *wc, const 
  * @n: completions wanted.
  * @timeout_ms: how long to busy-poll before giving up.
  *
- * For setup code, tools and tests; the workers have their own loop.
+ * For setup code, tools and tests; the workers have their own loop. Any
+ * thread; it busy-polls, for up to @timeout_ms.
  *
- * Return: the number polled (< @n on timeout), or a negative errno.
+ * Return: the number polled (< @n on timeout), or -EIO when ibv_poll_cq()
+ * failed.
  */
 PC_API int pc_poll_wait(struct ibv_cq *cq, struct ibv_wc *wc, int n, int timeout_ms);
 
@@ -134,7 +140,12 @@ struct pc_loopback {
  * @depth: send and receive queue depth (and CQ size) of each QP.
  * @access: remote access flags granted by both QPs.
  *
- * Return: 0 or a negative errno, with pc_last_error() set.
+ * The pair's one thread (setup); system calls.
+ *
+ * Return: 0 or a negative errno, with pc_last_error() set: the errno of the
+ * verbs call that failed (creating a CQ or QP, moving a QP to INIT, RTR or
+ * RTS), e.g. -EINVAL (@depth beyond the device's) or -ENOMEM; -EIO when it
+ * failed without one.
  */
 PC_API int pc_loopback_create(struct pc_dev *dev, struct pc_loopback *lb, uint32_t depth,
 			      int access);
@@ -168,9 +179,14 @@ struct pc_selftest_stats {
  * buffer, comparing both. Every completion must be IBV_WC_SUCCESS. Send
  * buffers are registered with local access only.
  *
- * Return: 0, -EBADMSG on a data mismatch, -ETIMEDOUT when a completion
- * does not arrive, or the error of a failed completion; pc_last_error()
- * says which.
+ * The pair's one thread; it busy-polls each completion, for up to 10 s.
+ *
+ * Return: 0; -EINVAL (@size below 8 or @count 0); -ENOMEM; -EBADMSG on a
+ * data mismatch; -ETIMEDOUT when a completion does not arrive; -EPROTO for
+ * a completion of another opcode or WR; a failed completion as
+ * pc_wc_error() maps it: -ECANCELED, -ECONNRESET or -EIO (also a verbs
+ * call that failed without an errno); or a verbs call's errno.
+ * pc_last_error() says which.
  */
 PC_API int pc_loopback_selftest(struct pc_loopback *lb, uint32_t count, uint32_t size,
 				struct pc_selftest_stats *st);

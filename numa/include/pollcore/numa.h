@@ -51,9 +51,10 @@ struct pc_topo;
  * I/O objects (PCI devices, OpenFabrics OS devices) are kept. Device
  * locality may fall back to sysfs (see pc_topo_nic_locality()).
  *
- * Any thread.
+ * Any thread; hwloc reads /sys and /proc.
  *
- * Return: a handle to free with pc_topo_close(), or NULL with errno set.
+ * Return: a handle to free with pc_topo_close(), or NULL with errno set:
+ * ENOMEM, or hwloc's errno when discovery fails (EIO when it sets none).
  */
 PC_API struct pc_topo *pc_topo_open(void);
 
@@ -67,8 +68,9 @@ PC_API struct pc_topo *pc_topo_open(void);
  * Any thread.
  *
  * Return: a handle to free with pc_topo_close(), or NULL with errno set
- * (ENOENT/EACCES when the file cannot be read, EINVAL when it is not a
- * topology hwloc accepts); pc_last_error() names the file.
+ * (ENOENT/EACCES when the file cannot be read, or another errno of
+ * fopen(); EINVAL for a NULL @path or a file that is not a topology hwloc
+ * accepts; ENOMEM); pc_last_error() names the file.
  */
 PC_API struct pc_topo *pc_topo_open_xml(const char *path);
 
@@ -124,7 +126,8 @@ PC_API int pc_topo_set_sysfs_root(struct pc_topo *t, const char *root);
  * (soft-RoCE). Sorted by name in natural order (mlx5_2 before mlx5_10).
  * Any thread.
  *
- * Return: the number of devices (may exceed @max; only @max are written).
+ * Return: the number of devices (may exceed @max; only @max are written),
+ * or -ENOMEM.
  */
 PC_API int pc_topo_devices(const struct pc_topo *t, char (*names)[PC_NIC_NAME_MAX], int max);
 
@@ -278,9 +281,11 @@ struct pc_plan {
  *
  * Devices with @policy->device_cpus are placed first, exactly there.
  *
- * Return: 0; -EINVAL for bad arguments (including a device_cpus set that is
- * empty, smaller than @workers_per_device, outside the allowed PUs or
- * shared with another device); -ENODEV for an unknown device;
+ * Return: 0; -EINVAL for bad arguments (including a @policy whose @size
+ * is below the first layout's, a device named twice, and a device_cpus
+ * set that is empty, smaller than @workers_per_device, outside the allowed
+ * PUs or shared with another device); -E2BIG for a @policy larger than
+ * this library's with unknown bytes set; -ENODEV for an unknown device;
  * -ENOSPC when the workers outnumber the available cores (or PUs with
  * PC_PLAN_ALLOW_SMT); -ENOMEM. pc_last_error() says why.
  */
@@ -312,9 +317,10 @@ PC_API const char *pc_plan_reason_str(enum pc_plan_reason reason);
  * the worker thread itself, before allocating its memory.
  *
  * Return: 0; -EOPNOTSUPP when @t is not this machine (XML); -EINVAL when
- * the PU is not in @t; the negative errno of a refused binding (e.g.
- * -EINVAL/-EPERM outside the process's cpuset); -EIO when the check finds
- * the thread elsewhere.
+ * the PU is not in @t; the negative errno of a refused binding (-EINVAL or
+ * -EPERM outside the process's cpuset); -EIO when the check finds the
+ * thread elsewhere, or a binding or check failed without an errno;
+ * -ENOMEM.
  */
 PC_API int pc_numa_bind_thread(const struct pc_topo *t, const struct pc_plan_entry *e);
 
@@ -326,7 +332,7 @@ PC_API int pc_numa_bind_thread(const struct pc_topo *t, const struct pc_plan_ent
  * The thread itself.
  *
  * Return: 0; -EOPNOTSUPP when @t is not this machine (XML); the negative
- * errno of a refused binding.
+ * errno of a refused binding (-EINVAL, -EPERM; -EIO without one).
  */
 PC_API int pc_numa_unbind_thread(const struct pc_topo *t);
 
@@ -345,8 +351,10 @@ struct pc_numa_where {
  * @t: live topology.
  * @out: filled on success.
  *
- * Return: 0, -EOPNOTSUPP for an XML topology, or the negative errno of
- * hwloc_get_last_cpu_location().
+ * Any thread, for itself.
+ *
+ * Return: 0, -EOPNOTSUPP for an XML topology, -ENOMEM, or the negative
+ * errno of hwloc_get_last_cpu_location() (-EIO when it sets none).
  */
 PC_API int pc_numa_where(const struct pc_topo *t, struct pc_numa_where *out);
 
@@ -385,8 +393,10 @@ PC_API void pc_numa_free(const struct pc_topo *t, void *p, size_t size);
  * Uses hwloc_get_area_memlocation(). Any thread.
  *
  * Return: the NUMA os index when the whole area is on one node; -EXDEV when
- * it spans several; -EOPNOTSUPP for an XML topology; another negative
- * errno when the location cannot be queried.
+ * it spans several; -ENODATA when none of its pages is in memory;
+ * -EOPNOTSUPP for an XML topology; -ENOMEM; the negative errno of
+ * hwloc_get_area_memlocation() when the location cannot be queried (-EIO
+ * when it sets none).
  */
 PC_API int pc_numa_mem_node(const struct pc_topo *t, const void *p, size_t size);
 

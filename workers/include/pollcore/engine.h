@@ -14,26 +14,36 @@
  *   ---------------------------------+------------+------------------+--------
  *   pc_engine_create/destroy         |   yes (1)  |        no        |   no
  *   pc_listen, pc_connect            |   yes      |        no        |   no
+ *   pc_listen_stop, pc_engine_mem_reg|   yes      |        no        |   no
  *   pc_msg_alloc, pc_msg_alloc_size  |   yes (2)  |   yes (3)        |   no
  *   pc_msg_wrap                      |   yes      |   yes            |   no
  *   pc_send, pc_call, pc_reply,      |   yes (2)  |   yes (3)        |   no
- *   pc_msg_release, pc_rdma          |            |                  |
+ *   pc_msg_release, pc_rdma,         |            |                  |
+ *   pc_call_cancel                   |            |                  |
  *   pc_close, pc_conn_get/put,       |   yes      |   yes            |   yes
  *   pc_conn_user, pc_conn_info       |            |                  |
- *   pc_app_attach, pc_app_poll       |   yes (2)  |        no        |   no
- *   pc_engine_stats                  |   yes      |   yes            |   yes
- *   pc_mem_reg, pc_mem_dereg         |   yes      |   yes (4)        |   no
+ *   pc_app_attach, pc_app_detach,    |   yes (2)  |        no        |   no
+ *   pc_app_poll                      |            |                  |
+ *   pc_engine_stats, pc_engine_info  |   yes      |   yes            |   yes
+ *   pc_mem_reg, pc_mem_dereg,        |   yes      |   yes (4)        |   no
+ *   pc_mem_keys                      |            |                  |
  *
  *   (1) one thread, not concurrently with anything else on the engine.
  *   (2) pc_msg_alloc needs a thread attached with pc_app_attach() (either
  *       mode: the slot keeps its stock of send buffers); the calls on a
- *       message and pc_rdma go to the worker through that worker's bounded
- *       MPSC submission ring, from any thread.
+ *       message, pc_rdma and pc_call_cancel go to the worker through its
+ *       submission queue, from any thread, attached or not: the queue is
+ *       intrusive (each submission carries its own node), so it is never
+ *       full and these calls never fail for lack of room.
  *       pc_msg_alloc_size() above msg_size needs no attach: the large
  *       pool is shared under a spinlock. pc_msg_wrap() needs none either
  *       (a lock-free stack of entries).
- *   (3) on the worker that owns the connection: direct, no ring.
- *   (4) a syscall: in a callback such as on_conn(UP), never per message.
+ *   (3) on the worker that owns the connection: direct, no queue.
+ *   (4) pc_mem_reg and pc_mem_dereg are system calls: in a callback such
+ *       as on_conn(UP), never per message. pc_mem_keys is none.
+ *
+ *   docs/api.md ("Every call") gives, for every call, its threads, whether
+ *   it blocks and its errors.
  *
  * Callbacks (on_conn, on_msg, on_large, pc_op.done, pc_release_fn) run
  * on the worker that owns the connection, inside its loop, in an RCU read-side critical section
@@ -382,7 +392,9 @@ struct pc_device_params {
  *            on its own queue and never takes the buffers promised to
  *            others. A worker admits raw connections while their depths
  *            fit; srq_depth + @raw_bufs <= rx_bufs.
- * @ring_size: handoff and submission ring capacity (power of two), default 1024.
+ * @ring_size: capacity of each handoff ring (worker to application slot,
+ *             ring mode; power of two), default 1024. Submissions go
+ *             through a queue that is never full.
  * @max_conns_per_worker: default 1024; an accept beyond it is rejected.
  *                        The worker's CQ must also hold a completion for
  *                        every WR that can be outstanding: a connection is
@@ -572,7 +584,22 @@ struct pc_engine_params {
  * @params->housekeeping_pus or a device's cpus, it fails the call instead, as
  * does a worker that cannot bind to its PU.
  *
- * Return: the engine, or NULL with errno set and pc_last_error() saying why.
+ * One application thread, never a worker or a callback. It waits for the
+ * control thread and every worker to finish their setup.
+ *
+ * Return: the engine, or NULL with errno set and pc_last_error() saying
+ * why: EINVAL (no @params, a @size below the first layout's, a parameter
+ * out of range, a PU list that does not parse or names too few, disallowed
+ * or shared PUs, no_numa with a placement override, an empty device list),
+ * E2BIG (@params or a device's params larger than this library's, with
+ * unknown bytes set), ENODEV (no such device, no device at all, a port
+ * beyond the device's ports; with a placement override, no topology),
+ * ENETDOWN (a port not ACTIVE), ENOSPC (with a placement override: more
+ * workers than free cores), EINVAL, EPERM or EIO (with a placement
+ * override: a worker's binding refused, or the worker found elsewhere),
+ * EAGAIN (a thread could not be created), ENOMEM, EIO (a verbs, rdma_cm
+ * or hwloc call failed without an errno); other errno values of verbs,
+ * rdma_cm and hwloc are passed on.
  */
 PC_API struct pc_engine *pc_engine_create(const struct pc_engine_params *params);
 
@@ -645,7 +672,15 @@ PC_API int pc_engine_info(const struct pc_engine *e, struct pc_engine_info *info
  * pc_engine_destroy - close every connection, drain, stop and free.
  * @e: the engine, or NULL.
  *
- * Messages still held by the application are reported (count) and freed.
+ * One application thread, never a worker or a callback, with no other call
+ * on the engine in flight. It waits for the connections to drain (10 s at
+ * most), then joins the workers and the control thread.
+ *
+ * Messages still held by the application are reported (count) and freed;
+ * pollers still registered are dropped; work posted with pc_worker_post()
+ * and not run yet never runs. Connection handles the application holds
+ * references to stay valid (see "Lifetime" above). docs/api.md
+ * ("Destroying things, in order") says what to do first.
  */
 PC_API void pc_engine_destroy(struct pc_engine *e);
 
@@ -665,13 +700,21 @@ PC_API void pc_engine_destroy(struct pc_engine *e);
  * set, as on_request() answers: their messages are exact bytes, and they
  * receive into their own queue, posted in full before the accept.
  *
- * Return: 0 or a negative errno.
+ * An application thread, not a worker; a second pc_listen() on another
+ * thread waits for this one.
+ *
+ * Return: 0; -EALREADY when @e listens already; -EADDRNOTAVAIL when
+ * @addr:@port does not resolve or is not local; -EADDRINUSE when the port
+ * is taken; another errno of rdma_cm's, passed on (-EIO when it sets
+ * none).
  */
 PC_API int pc_listen(struct pc_engine *e, const char *addr, uint16_t port);
 
 /**
  * pc_listen_port - the port pc_listen() bound (useful with port 0).
  * @e: engine.
+ *
+ * Any thread; it waits for a pc_listen() in progress on another thread.
  *
  * Return: the port, or 0 when not listening.
  */
@@ -681,9 +724,10 @@ PC_API uint16_t pc_listen_port(struct pc_engine *e);
  * pc_listen_stop - undo pc_listen(): accept no new connection.
  * @e: engine.
  *
- * Any thread but a worker's. Connections already accepted stay; a request
- * that arrives from now on is refused by the device's connection manager.
- * pc_listen() may be called again.
+ * Any thread but a worker's: it waits for the control thread to let go of
+ * the listener. Connections already accepted stay; a request that arrives
+ * from now on is refused by the device's connection manager. pc_listen()
+ * may be called again.
  *
  * Return: 0; -EINVAL when @e is not listening.
  */
@@ -698,11 +742,23 @@ PC_API int pc_listen_stop(struct pc_engine *e);
  * @timeout_ms: give up after this long.
  * @user: stored in the connection (pc_conn_user()).
  *
+ * An application thread, not a worker (the worker delivers UP): it waits
+ * until the connection is UP or refused, at most @timeout_ms. The handle
+ * returned is a reference the caller owns (see "Lifetime" above): valid
+ * until its pc_conn_put(), past DOWN and past pc_engine_destroy().
+ *
  * Return: the connection (PC_CONN_UP has been delivered), or NULL with
- * errno set (ETIMEDOUT, ECONNREFUSED, EHOSTUNREACH, ...). A pollcore server
- * that refuses the connection says why, in pc_last_error(); so does this
- * engine when its own worker cannot admit it (EBUSY). A server that sends
- * no pollcore private data is refused (EPROTO).
+ * errno set and pc_last_error() saying why: EADDRNOTAVAIL (@addr does not
+ * resolve), ETIMEDOUT (not established within @timeout_ms), ECONNREFUSED
+ * (the server rejected it, saying why, or nothing listens there),
+ * EHOSTUNREACH, ENETUNREACH (no path to the peer), ECONNABORTED,
+ * ECONNRESET (rdma_cm reported a connection error, or the connection
+ * closed before it was up), EPROTO (a server that sends no pollcore
+ * private data, or invalid parameters), EBUSY (this engine's worker
+ * cannot admit it, or there is no worker @worker on the device), ENODEV
+ * (the device was removed), ENOMEM, EIO (a verbs or rdma_cm call failed
+ * without an errno, or the QP failed); other errno values of rdma_cm and
+ * verbs are passed on.
  */
 PC_API struct pc_conn *pc_connect(struct pc_engine *e, const char *addr, uint16_t port, int worker,
 				  int timeout_ms, void *user);
@@ -711,12 +767,15 @@ PC_API struct pc_conn *pc_connect(struct pc_engine *e, const char *addr, uint16_
  * pc_close - start closing a connection (disconnect, drain, retire).
  * @conn: a handle the caller may use (see "Lifetime" above).
  *
- * Any thread. PC_CONN_DOWN follows on its worker once drained. The handle
- * stays valid as long as references to it are held.
+ * Any thread that may use the handle, also after pc_engine_destroy() with
+ * a reference; it never waits (it wakes the control thread). PC_CONN_DOWN
+ * follows on its worker once drained. Sends on it are refused from now on
+ * (the message released). The handle stays valid as long as references to it are held
+ * (see "Lifetime" above): closing never invalidates it.
  *
  * Messages that pc_send() accepted (returned 0) and that have not reached
  * the peer when the queue pair goes to ERR (waiting for credits or
- * send-queue slots, still in the submission ring, or flushed from the send
+ * send-queue slots, still in the submission queue, or flushed from the send
  * queue) are dropped, and each is counted: msgs_dropped in pc_conn_info()
  * (readable in on_conn(DOWN)) and in pc_worker_stats, and in the log line
  * that reports the close. The same holds when the peer or an error closes
@@ -740,7 +799,7 @@ PC_API int pc_close(struct pc_conn *conn);
  * Return: a message with len 0 and cap msg_size, or NULL with errno ENOBUFS
  * (backpressure: send buffers are all in flight or held), ENOTCONN (the
  * connection is closing or closed) or EPERM (the thread is neither the
- * owning worker nor attached).
+ * owning worker nor attached, another worker included).
  */
 PC_API struct pc_msg *pc_msg_alloc(struct pc_conn *conn);
 
@@ -775,12 +834,14 @@ PC_API struct pc_msg *pc_msg_alloc(struct pc_conn *conn);
  * above it (the large pool is shared under a spinlock, for a few
  * instructions).
  *
- * Return: the message (len 0), or NULL with errno ENOBUFS (the large pool
- * has no block of that size free now, or @conn's sends hold their share:
- * backpressure, retry once messages were read or released; pc_last_error()
- * says which for the share), EMSGSIZE (@len is above the engine's
- * max_msg_size or above the peer's, pc_conn_info()'s peer_max_large),
- * or as pc_msg_alloc().
+ * Return: the message (len 0), or NULL with errno ENOBUFS (up to msg_size:
+ * as pc_msg_alloc(); above: the large pool has no block of that size free
+ * now, or @conn's sends hold their share: backpressure, retry once
+ * messages were read or released; pc_last_error() says which for the
+ * share), EMSGSIZE (@len is above the engine's max_msg_size or above the
+ * peer's, pc_conn_info()'s peer_max_large; or the peer is raw), ENOTCONN
+ * (the connection is closing or closed), EPERM (up to msg_size: the thread
+ * is neither the owning worker nor attached).
  */
 PC_API struct pc_msg *pc_msg_alloc_size(struct pc_conn *conn, size_t len);
 
@@ -793,14 +854,17 @@ PC_API struct pc_msg *pc_msg_alloc_size(struct pc_conn *conn, size_t len);
  * first, it is dropped and counted (msgs_dropped; see pc_close()).
  *
  * Any time while the message is yours, also after its connection's DOWN
- * (the message keeps msg->conn allocated).
+ * (the message keeps msg->conn allocated). Any thread, attached or not:
+ * on the owning worker directly, from any other thread through the
+ * worker's submission queue, which is never full (a sleeping worker is
+ * woken). No lock, no allocation.
  *
- * Return: 0; -ENOBUFS when the submission ring is full (any thread but the
- * owning worker; the message is still yours, retry); -ENOTCONN when the
- * connection is closing or closed (the message is released); -EMSGSIZE
- * when len > cap or more than the peer accepts, -EXDEV when msg->conn was
- * set to a connection of another worker, -EINVAL when the data pointer was
- * moved (in these three cases the message is still yours).
+ * Return: 0; -ENOTCONN when the connection is closing or closed (the
+ * message is released); -EMSGSIZE when len > cap or more than the peer
+ * accepts (a message of the large pool to a raw peer too), -EXDEV when
+ * msg->conn was set to a connection of another worker, -EINVAL when the
+ * data pointer was moved (in these three cases the message is still
+ * yours).
  */
 PC_API int pc_send(struct pc_msg *msg);
 
@@ -816,8 +880,9 @@ PC_API int pc_send(struct pc_msg *msg);
  *
  * Runs exactly once per call that pc_call() accepted (returned 0): in
  * handler mode on the connection's worker, in ring mode on the calling
- * thread, inside its pc_app_poll() (a call made on a worker completes on
- * that worker). A callback: keep it short, never block.
+ * thread, inside its pc_app_poll() (a call made on a worker, or on a thread
+ * not attached to the engine, completes on the connection's worker). A
+ * callback: keep it short, never block.
  */
 typedef void (*pc_call_fn)(struct pc_msg *msg, int status, void *arg);
 
@@ -845,9 +910,9 @@ typedef void (*pc_call_fn)(struct pc_msg *msg, int status, void *arg);
  * (their completion ran, or their response was delivered): that is the
  * application's own backpressure. When max_unanswered places of the
  * window are held by calls whose response never came, the connection
- * closes (-ETIMEDOUT, saying so). A response whose req_id is not in
- * flight on its connection is a protocol error: the connection closes
- * (-EPROTO, the reason logged), the response is not delivered.
+ * closes, its DOWN saying so. A response whose req_id is not in flight on
+ * its connection is a protocol error: the connection closes (the reason
+ * logged), the response is not delivered.
  *
  * Request ids are unique in the engine while their call can still be
  * answered, and opaque: they are not consecutive.
@@ -870,13 +935,14 @@ PC_API int pc_call(struct pc_msg *msg, pc_call_fn done, void *arg, uint64_t time
 		   uint64_t *req_id);
 
 /**
- * pc_call_cancel - ask for a call to complete now with -ECANCELED.
+ * pc_call_cancel - ask for a call to complete now with status -ECANCELED.
  * @conn: the connection the call went on (a handle the caller may use).
  * @req_id: the id pc_call() gave.
  *
  * Any thread. Asynchronous: the call still completes exactly once, with
- * -ECANCELED when the cancel reaches the worker first, with its response
- * (or -ETIMEDOUT, -ENOTCONN) when that came first. A cancel for an id not
+ * status -ECANCELED when the cancel reaches the worker first, with its
+ * response (or status -ETIMEDOUT or status -ENOTCONN) when that came
+ * first. A cancel for an id not
  * in flight, cancelled already, or of a call made without a completion,
  * does nothing. The call's own buffer carries the cancel to the worker:
  * it needs no buffer and no ring slot, and cannot fail for lack of them.
@@ -889,7 +955,7 @@ PC_API int pc_call(struct pc_msg *msg, pc_call_fn done, void *arg, uint64_t time
  * trip); one that is reading it finishes first.
  *
  * Return: 0; -ENOTCONN when the connection is closing or closed (its
- * calls complete with -ENOTCONN anyway).
+ * calls complete with status -ENOTCONN anyway).
  */
 PC_API int pc_call_cancel(struct pc_conn *conn, uint64_t req_id);
 
@@ -904,8 +970,10 @@ PC_API int pc_call_cancel(struct pc_conn *conn, uint64_t req_id);
  *
  * The same threads as pc_send().
  *
- * Return: as pc_send(); -EINVAL when @req is neither a request nor a
- * response, or its data pointer was moved.
+ * Return: as pc_send(): 0; -ENOTCONN (the message is released); -EMSGSIZE,
+ * -EXDEV; -EINVAL when @req is neither a request nor a response, or its
+ * data pointer was moved (in these three cases the message is still
+ * yours).
  */
 PC_API int pc_reply(struct pc_msg *req);
 
@@ -948,7 +1016,11 @@ PC_API struct pc_msg *pc_msg_wrap(struct pc_conn *conn, void *mem, void *addr, s
  * pc_msg_release - give a received (or unsent) message back.
  * @msg: the message.
  *
- * Return: 0, or -ENOBUFS when the submission ring is full (retry).
+ * Any thread that holds the message, attached or not: on the owning worker
+ * directly, from another thread through its submission queue, which is
+ * never full.
+ *
+ * Return: 0; it cannot fail.
  */
 PC_API int pc_msg_release(struct pc_msg *msg);
 
@@ -964,13 +1036,19 @@ PC_API int pc_msg_release(struct pc_msg *msg);
  * message arrives (RC ordering).
  *
  * Every outcome is reported once: when 0 is returned, through op->done
- * (-ENOTCONN there when the operation reaches a connection that started
- * closing after the call; -ECANCELED when the connection closed while the
- * operation was accepted but not done; on the owning worker, done may run
- * before pc_rdma() returns); otherwise op->done is never called.
+ * (status -ENOTCONN when the operation reaches a connection that is
+ * closing: on the owning worker always so, from another thread when it
+ * started closing after the call; status -ECANCELED when the connection
+ * closed while the operation was accepted but not done; on the owning
+ * worker, done may run before pc_rdma() returns); otherwise op->done is
+ * never called.
  *
- * Return: 0, -ENOBUFS (ring full, retry), -ENOTCONN (from a thread other
- * than the owning worker: the connection is closing or closed), -EINVAL.
+ * Any thread that may use @conn, attached or not: through the worker's
+ * submission queue, which is never full.
+ *
+ * Return: 0; -EINVAL (no done, a code other than PC_OP_WRITE and
+ * PC_OP_READ, or len 0); -ENOTCONN (from a thread other than the owning
+ * worker: the connection is closing or closed).
  */
 PC_API int pc_rdma(struct pc_conn *conn, struct pc_op *op);
 
@@ -994,7 +1072,9 @@ PC_API int pc_rdma(struct pc_conn *conn, struct pc_op *op);
  * the device can be removed (docs/reliability.md).
  *
  * Return: an opaque handle, or NULL with errno set: ENOTCONN when @conn
- * is closing or closed, else ibv_reg_mr()'s errno.
+ * is closing or closed; ENOMEM; else ibv_reg_mr()'s errno, passed on (such
+ * as EINVAL, EFAULT, ENOMEM; EIO when it sets none), pc_last_error()
+ * naming the device.
  */
 PC_API void *pc_mem_reg(struct pc_conn *conn, void *addr, size_t len, int access, uint32_t *lkey,
 			uint32_t *rkey);
@@ -1018,8 +1098,9 @@ PC_API void *pc_mem_reg(struct pc_conn *conn, void *addr, size_t len, int access
  * go (docs/reliability.md).
  *
  * Return: a handle, or NULL with errno set: EINVAL (no engine, address or
- * length), ENODEV (no such device in @e, or it was removed), or
- * ibv_reg_mr()'s errno (pc_last_error() naming the device).
+ * length), ENODEV (no such device in @e, or it was removed), ENOMEM, or
+ * ibv_reg_mr()'s errno, passed on (such as EINVAL, EFAULT, ENOMEM; EIO
+ * when it sets none), pc_last_error() naming the device.
  */
 PC_API void *pc_engine_mem_reg(struct pc_engine *e, const char *device, void *addr, size_t len,
 			       int access);
@@ -1044,18 +1125,23 @@ PC_API int pc_mem_keys(const void *handle, const struct pc_conn *conn, uint32_t 
  * @handle: the handle, or NULL.
  *
  * Any thread, once no posted work uses the memory (a system call per
- * device it covers).
+ * device it covers), and before pc_engine_destroy(): the engine frees its
+ * devices' protection domains, which fails while memory is registered on
+ * them. On a device removed under the engine, the removal completes only
+ * once this ran.
  */
 PC_API void pc_mem_dereg(void *handle);
 
 /**
  * pc_app_attach - bind the calling thread to application slot @idx.
- * @e: ring-mode engine.
+ * @e: engine (either handoff mode).
  * @idx: 0 .. app_threads - 1; connections are spread over the slots.
  *
  * A thread may attach to one slot of each of up to 4 engines. Any thread
  * that calls pc_msg_alloc() must be attached (in handler mode too: the
- * slot holds its stock of send buffers).
+ * slot holds its stock of send buffers). An application thread, not a
+ * worker. Detach it (pc_app_detach()) before pc_engine_destroy(): the
+ * binding is the thread's own, and the engine cannot undo it.
  *
  * Return: 0, -EINVAL (bad index), -EBUSY (slot taken), -EALREADY (this
  * thread is attached to this engine already), -ENOSPC (too many engines).
@@ -1101,9 +1187,9 @@ PC_API int pc_app_poll(struct pc_engine *e, struct pc_msg **msgs, unsigned int n
  *
  * Any thread. While the reference is held, @conn stays allocated, past
  * its DOWN and past pc_engine_destroy(): calls that name it are safe, and
- * those that need a live connection return -ENOTCONN (or NULL with errno
- * ENOTCONN) once it is closing. pc_conn_user() and pc_conn_info() (its
- * final counts) keep working.
+ * those that need a live connection fail, saying it is not connected, once
+ * it is closing. pc_conn_user() and pc_conn_info() (its final counts) keep
+ * working.
  *
  * Return: @conn.
  */
@@ -1177,7 +1263,7 @@ struct pc_conn_info {
  * Any thread. From DOWN on, the final counts, msgs_dropped included.
  * The peer's limits are known from UP on (pc_connect() has returned, or
  * on_conn(UP) runs): a message from pc_msg_alloc() longer than
- * @peer_max_msg fails with -EMSGSIZE; one from pc_msg_alloc_size() above
+ * @peer_max_msg is refused by pc_send(); one from pc_msg_alloc_size() above
  * the engine's msg_size goes by rendezvous, up to @peer_max_large (the
  * peer's max_msg_size; equal to @peer_max_msg when it has no rendezvous).
  */
@@ -1204,7 +1290,7 @@ struct pc_worker_stats {
 	uint64_t rx_msgs;
 	uint64_t tx_msgs;
 	uint64_t handoff_full;	/* worker->app ring was full (delivery delayed, not dropped) */
-	uint64_t submit_full;	/* app->worker ring was full (pc_send returned -ENOBUFS) */
+	uint64_t submit_full;	/* always 0: the submission queue is never full (kept for the layout) */
 	uint64_t credit_stalls;
 	uint64_t credit_writes;	/* grants sent as their own RDMA WRITE (one-way traffic) */
 	uint64_t credit_piggybacks; /* grants that rode in a message header instead */

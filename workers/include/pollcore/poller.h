@@ -24,7 +24,8 @@
  *   pc_worker_index            |                         |
  *   pc_worker_self             | yes                     | yes (NULL, or the
  *                              |                         |  caller's worker)
- *   pc_worker_post             | yes (runs next turn)    | yes
+ *   pc_worker_post             | yes (runs next turn)    | yes (never fails for
+ *                              |                         |  lack of room)
  *
  *   (1) another worker waits like any thread, stalling its own loop while
  *       it waits; when workers' pollers remove each other's pollers at the
@@ -83,16 +84,19 @@ struct pc_work {
  * @w: a worker of a live engine (pc_engine_worker(), pc_conn_worker()).
  * @work: stays valid until its fn is called.
  *
- * Any thread, workers included: the work goes through @w's bounded
- * submission ring, which wakes @w when it sleeps (hybrid idle), and runs on
- * one of its next turns, in the order posted by each thread. The way to
+ * Any thread, workers included: the work goes through @w's submission
+ * queue, which is never full (each work carries its own node: no lock, no
+ * allocation), wakes @w when it sleeps (hybrid idle), and runs on one of
+ * its next turns, in the order posted by each thread. A worker that stops
+ * (its engine destroyed, its device gone) never runs what it had not run
+ * yet, and the call does not tell: post to a running worker. The way to
  * hand state between workers: a server that shards its data by worker
  * posts a request to the worker that owns the shard, which answers it
  * there. pc_reply() and pc_send() work on any worker, for messages of any
- * worker: from another worker they go through the owner's ring the same way.
+ * worker: from another worker they go through the owner's queue the same
+ * way.
  *
- * Return: 0; -ENOBUFS when @w's submission ring is full (retry; nothing
- * was posted); -EINVAL without @work->fn.
+ * Return: 0; -EINVAL without @work->fn (nothing was posted).
  */
 PC_API int pc_worker_post(struct pc_worker *w, struct pc_work *work);
 
@@ -169,8 +173,9 @@ PC_API struct pc_poller *pc_worker_add_poller(struct pc_worker *w, pc_poller_fn 
  * As pc_worker_add_poller(); wakeups through @fd are counted in the
  * worker's wakeups_poller.
  *
- * Return: as pc_worker_add_poller(); EINVAL also for @fd below -1 (-1 is
- * no descriptor: the same as pc_worker_add_poller()).
+ * Return: as pc_worker_add_poller(): the poller's handle, or NULL with
+ * errno EINVAL (@w or @fn NULL, or @fd below -1; -1 is no descriptor: the
+ * same as pc_worker_add_poller()), ENOSPC or ESHUTDOWN.
  */
 PC_API struct pc_poller *pc_worker_add_poller_fd(struct pc_worker *w, pc_poller_fn fn, void *arg,
 						 int fd);

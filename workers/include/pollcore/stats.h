@@ -320,10 +320,12 @@ struct pc_stats;
  * Any thread. Reads the header into private memory and checks it whole
  * (stats.h, above); the segment is never mapped, and keeps one descriptor.
  *
- * Return: the segment, or NULL with errno set: ENOENT (none), EACCES
- * (another user's), EAGAIN (being created), EPROTO (not a pollcore
- * segment: not a regular file, a symbolic link, another layout version,
- * counts or offsets that do not hold; pc_last_error() says which).
+ * Return: the segment, or NULL with errno set: EINVAL (an empty @name, or
+ * one with a '/'), ENOENT (none), EACCES (another user's), EAGAIN (being
+ * created), EPROTO (not a pollcore segment: not a regular file, a symbolic
+ * link, another layout version, counts or offsets that do not hold;
+ * pc_last_error() says which), ENOMEM; another errno of shm_open() or
+ * pread(), passed on.
  */
 PC_API struct pc_stats *pc_stats_open(const char *name);
 
@@ -393,7 +395,8 @@ PC_API int pc_stats_read_conn(const struct pc_stats *s, unsigned int slot,
  *
  * Any thread. Live and stale segments alike: open them to tell.
  *
- * Return: the number visited, or a negative errno (/dev/shm unreadable).
+ * Return: the number visited, or the negative errno of opendir() when
+ * /dev/shm cannot be read: -ENOENT (none), -EACCES, or another.
  */
 PC_API int pc_stats_for_each(int pid, void (*fn)(const char *name, int pid, void *arg), void *arg);
 
@@ -406,11 +409,15 @@ PC_API int pc_stats_for_each(int pid, void (*fn)(const char *name, int pid, void
  * and only the caller's own, except for root. It holds the lock while it
  * unlinks, and unlinks only the file it checked.
  *
+ * Any thread.
+ *
  * Return: 0 (removed), -EBUSY (its owner runs, here or in another PID
  * namespace: never removed), or another negative errno, the file left
- * alone: -ENOENT, -EACCES (another user's), -EPROTO (not a pollcore
- * segment: not a regular file, a symbolic link, another layout), -EAGAIN
- * (half created).
+ * alone: -EINVAL (@name is not a pollcore segment name), -ENOENT (no such
+ * segment, or replaced meanwhile), -EACCES (another user's), -EPROTO (not
+ * a pollcore segment: not a regular file, a symbolic link, another
+ * layout), -EAGAIN (half created), -ENOMEM; another errno of shm_open(),
+ * flock() or shm_unlink(), passed on.
  */
 PC_API int pc_stats_clean(const char *name);
 
