@@ -400,6 +400,27 @@ START_TEST(test_remaining_errors)
 }
 END_TEST
 
+/*
+ * A thread still attached when its engine is destroyed: the engines that
+ * come after (at the same address, maybe) are others. It attaches to each
+ * and allocates from its own slot, more engines in a row than a thread may
+ * be attached to at once.
+ */
+START_TEST(test_attach_after_destroy)
+{
+	unsigned int i;
+
+	for (i = 0; i < 6; i++) {
+		struct pc_engine *e = engine(false, PC_HANDOFF_RING);
+
+		ck_assert_msg(pc_app_attach(e, 0) == 0, "engine %u: %s", i, pc_last_error());
+		ck_assert_int_eq(pc_app_attach(e, 0), -EALREADY);
+		/* destroyed without pc_app_detach() */
+		pc_engine_destroy(e);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("api");
@@ -412,6 +433,7 @@ int main(void)
 	tcase_add_test(tc, test_listen_stop);
 	tcase_add_test(tc, test_app_detach);
 	tcase_add_test(tc, test_remaining_errors);
+	tcase_add_test(tc, test_attach_after_destroy);
 	suite_add_tcase(s, tc);
 	return pc_test_run(s);
 }

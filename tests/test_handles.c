@@ -7,10 +7,12 @@
  *    pointer and the final counters are still there, pc_conn_put() frees
  *    it (ASan and TSan builds run this too: a use after free fails there);
  *  - application threads that hold references and keep allocating, sending
- *    and closing while the server closes connections under them get only
- *    0, ENOBUFS, ENOTCONN or EALREADY; every send accepted is accounted
- *    (sent or dropped), and every connection retires, even one whose
- *    last reference was an allocation undone after DOWN.
+ *    (a third of the messages on another connection than their own) and
+ *    closing while the server closes connections under them get only 0,
+ *    ENOBUFS (allocation), ENOTCONN or EALREADY; every send accepted is
+ *    accounted (sent or dropped), every send refused gave its message back,
+ *    and every connection retires, even one whose last reference was an
+ *    allocation undone after DOWN.
  */
 #include <pollcore/engine.h>
 #include <pollcore/stats.h>
@@ -161,6 +163,14 @@ static void check_dead_handle(struct pc_conn *c, uint32_t qpn)
 	errno = 0;
 	ck_assert_ptr_null(pc_msg_alloc(c));
 	ck_assert_int_eq(errno, ENOTCONN);
+	/* a large buffer and a wrap too, before anything of the worker is read (ASan) */
+	errno = 0;
+	ck_assert_ptr_null(pc_msg_alloc_size(c, 1 << 20));
+	ck_assert_int_eq(errno, ENOTCONN);
+	errno = 0;
+	ck_assert_ptr_null(pc_msg_wrap(c, &marker, &marker, sizeof(marker), NULL, NULL));
+	ck_assert_int_eq(errno, ENOTCONN);
+	ck_assert_int_eq(pc_call_cancel(c, 1), -ENOTCONN);
 	ck_assert_int_eq(pc_close(c), -EALREADY);
 }
 
@@ -319,8 +329,16 @@ static void *app_main(void *arg)
 			ck_assert_int_eq(pc_msg_release(m), 0);
 			continue;
 		}
-		while ((rc = pc_send(m)) == -ENOBUFS)
-			usleep(50);
+		/*
+		 * One in 3 goes out on the next connection (same worker): its
+		 * submission takes a reference on that one, refused once it is
+		 * closing; the message goes back then, and must not be lost.
+		 */
+		if (k % 3 == 0) {
+			i = (i + 1) % PER_APP;
+			m->conn = a->conn[i];
+		}
+		rc = pc_send(m);
 		if (rc == 0)
 			a->accepted[i]++;
 		else

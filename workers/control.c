@@ -598,6 +598,18 @@ void control_publish(struct pc_engine *e)
 	pthread_mutex_unlock(&engines_lock);
 }
 
+bool control_engine_live(const struct pc_engine *e, uint64_t serial)
+{
+	const struct pc_engine *x;
+	bool live = false;
+
+	pthread_mutex_lock(&engines_lock);
+	for (x = engines; x && !live; x = x->next_engine)
+		live = x == e && x->serial == serial;
+	pthread_mutex_unlock(&engines_lock);
+	return live;
+}
+
 static void control_unpublish(struct pc_engine *e)
 {
 	struct pc_engine **pp;

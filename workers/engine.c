@@ -300,6 +300,9 @@ static void stats_segment(struct pc_engine *e, unsigned int nworkers)
 			pc_last_error());
 }
 
+/* Each engine's serial (struct pc_engine's): attached threads tell engines apart by it. */
+static atomic_uint_fast64_t engine_serials;
+
 /* pc_engine_create@@POLLCORE_0.2; compat.c has 0.1's */
 PC_API struct pc_engine *pc_engine_create_0_2(const struct pc_engine_params *params);
 PC_SYMVER_DEFAULT(pc_engine_create_0_2, pc_engine_create, "POLLCORE_0.2");
@@ -312,6 +315,7 @@ struct pc_engine *pc_engine_create_0_2(const struct pc_engine_params *params)
 
 	if (!e)
 		return NULL;
+	e->serial = atomic_fetch_add(&engine_serials, 1) + 1;
 	e->ctl_efd = -1;
 	pthread_mutex_init(&e->workers_lock, NULL);
 	pthread_mutex_init(&e->listen_lock, NULL);

@@ -73,6 +73,7 @@ struct pc_engine {
 	atomic_uint call_seq_any;	/* call ids of threads neither attached nor a worker */
 	struct stats_seg seg;		/* the stats segment (stats.c); base NULL: none */
 	struct pc_engine *next_engine;	/* the process's engines (control.c), under its lock */
+	uint64_t serial;		/* unique in the process: an engine at a reused address differs */
 	bool listed;
 };
 
@@ -81,6 +82,8 @@ int control_start(struct pc_engine *e);
 void control_publish(struct pc_engine *e);
 void control_stop(struct pc_engine *e);
 void control_close_conn(struct conn *c, int err, const char *why);
+/* whether @e, created with @serial, is a live engine of the process (any thread) */
+bool control_engine_live(const struct pc_engine *e, uint64_t serial);
 
 /* devloss.c (control thread) */
 void engine_dev_lost(struct pc_engine *e, struct ibv_context *ctx, const char *what);

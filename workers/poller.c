@@ -102,6 +102,9 @@ int pc_worker_post(struct pc_worker *w, struct pc_work *work)
 
 	if (pc_unlikely(!work->fn))
 		return set_error(-EINVAL, "pc_worker_post: work without a function");
+	/* a stopped worker (its engine destroyed, its device gone) would never run it */
+	if (pc_unlikely(atomic_load_explicit(&w->stop, memory_order_relaxed)))
+		return set_error(-ESHUTDOWN, "pc_worker_post: %s has stopped", w->name);
 	*ctx = (struct wr_ctx){ .action = ACT_WORK };
 	/* release (the queue's push): the caller's writes to its context reach fn */
 	mpscq_push(&w->submit, &ctx->qnode);

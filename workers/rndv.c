@@ -196,17 +196,19 @@ struct pc_msg *pc_msg_alloc_size(struct pc_conn *pconn, size_t len)
 {
 	struct conn *c = (struct conn *)pconn;
 	struct pc_worker *w = c->w;
-	struct rndv_pool *rv = w->rv;
+	struct rndv_pool *rv;
 	struct lmsg *lm;
 	bool over = false;
 	uint32_t peer;
 
-	if (pc_likely(len <= w->p->msg_size))
-		return pc_msg_alloc(pconn);
+	/* first: a handle may outlive its worker (past pc_engine_destroy()), not read it then */
 	if (pc_unlikely(__atomic_load_n(&c->state, __ATOMIC_RELAXED) >= CONN_DRAINING)) {
 		errno = ENOTCONN;
 		return NULL;
 	}
+	if (pc_likely(len <= w->p->msg_size))
+		return pc_msg_alloc(pconn);
+	rv = w->rv;
 	peer = c->raw ? 0 : c->rv.peer_max_large;
 	if (!rv || len > rv->max_large || len > peer) {
 		set_error(-EMSGSIZE, "%s qp 0x%x: a message of %zu bytes exceeds %s maximum %u",
@@ -888,7 +890,7 @@ static void abort_recv(struct pc_worker *w, struct conn *c, struct msg *m, uint3
 {
 	struct rndv_conn *r = &c->rv;
 	struct wire_done dn;
-	uint32_t i, k;
+	uint32_t i, k = 0;
 
 	if (wire_done_check(m->pub.data, len, &dn) || dn.status) {
 		dp_msg_release(w, m);

@@ -113,14 +113,16 @@ struct pc_msg *pc_msg_wrap(struct pc_conn *pconn, void *mem, void *addr, size_t 
 {
 	struct conn *c = (struct conn *)pconn;
 	struct pc_worker *w = c->w;
-	struct rndv_pool *rv = w->rv;
+	struct rndv_pool *rv;
 	struct ibv_mr *mr = NULL;
 	struct lmsg *lm;
 	uint64_t peer;
 	int ret;
 
+	/* first: a handle may outlive its worker (past pc_engine_destroy()), not read it then */
 	if (pc_unlikely(__atomic_load_n(&c->state, __ATOMIC_RELAXED) >= CONN_DRAINING))
 		goto closed;
+	rv = w->rv;
 	ret = zc_check(w, c, mem, addr, len, &mr);
 	if (ret)
 		goto err;

@@ -15,22 +15,35 @@
 #include <string.h>
 #include "log_pvt.h"
 
-/* The app slots this thread is attached to, one per engine (few engines per process). */
+/*
+ * The app slots this thread is attached to, one per engine (few engines
+ * per process). An engine is named by its address and its serial: one
+ * created later at the same address, after the first was destroyed with
+ * this thread still attached, is another engine.
+ */
 #define APP_BINDINGS 4
 static __thread struct {
 	struct pc_engine *e;
+	uint64_t serial;
 	int slot;
 	uint32_t seq;	/* this thread's call sequence on @e (call ids) */
 } app_binding[APP_BINDINGS];
 
-static int app_slot(const struct pc_engine *e)
+static int app_binding_of(const struct pc_engine *e)
 {
 	unsigned int i;
 
 	for (i = 0; i < APP_BINDINGS; i++)
-		if (app_binding[i].e == e)
-			return app_binding[i].slot;
+		if (app_binding[i].e == e && app_binding[i].serial == e->serial)
+			return (int)i;
 	return -1;
+}
+
+static int app_slot(const struct pc_engine *e)
+{
+	int i = app_binding_of(e);
+
+	return i < 0 ? -1 : app_binding[i].slot;
 }
 
 /* --- routing --------------------------------------------------------------------------- */
@@ -220,7 +233,7 @@ static pc_always_inline uint64_t call_new_id(struct pc_engine *e, struct pc_work
 	}
 	(void)w;
 	for (i = 0; i < APP_BINDINGS; i++) {
-		if (app_binding[i].e != e)
+		if (app_binding[i].e != e || app_binding[i].serial != e->serial)
 			continue;
 		if (pc_unlikely(!(++app_binding[i].seq & CALL_SEQ_MASK)))
 			app_binding[i].seq = 1;
@@ -373,8 +386,11 @@ int pc_app_attach(struct pc_engine *e, unsigned int idx)
 	if (app_slot(e) >= 0)
 		return set_error(-EALREADY, "this thread is already attached to slot %d",
 				    app_slot(e));
-	for (i = 0; i < APP_BINDINGS && app_binding[i].e; i++)
-		;
+	/* a free binding: never used, or of an engine destroyed while we were attached */
+	for (i = 0; i < APP_BINDINGS; i++)
+		if (!app_binding[i].e ||
+		    !control_engine_live(app_binding[i].e, app_binding[i].serial))
+			break;
 	if (i == APP_BINDINGS)
 		return set_error(-ENOSPC, "a thread can attach to at most %d engines",
 				    APP_BINDINGS);
@@ -385,6 +401,7 @@ int pc_app_attach(struct pc_engine *e, unsigned int idx)
 	if (!atomic_compare_exchange_strong(&e->slot_taken[idx], &expected, 1))
 		return set_error(-EBUSY, "app slot %u is taken by another thread", idx);
 	app_binding[i].e = e;
+	app_binding[i].serial = e->serial;
 	app_binding[i].slot = (int)idx;
 	/* the slot's call sequence goes on where its last thread left it: ids stay unique */
 	app_binding[i].seq = e->slot_seq[idx];
@@ -393,13 +410,11 @@ int pc_app_attach(struct pc_engine *e, unsigned int idx)
 
 int pc_app_detach(struct pc_engine *e)
 {
-	unsigned int i;
+	int i = app_binding_of(e);
 
-	for (i = 0; i < APP_BINDINGS; i++) {
+	if (i >= 0) {
 		int slot = app_binding[i].slot;
 
-		if (app_binding[i].e != e)
-			continue;
 		e->slot_seq[slot] = app_binding[i].seq;
 		app_binding[i].e = NULL;
 		app_binding[i].slot = -1;

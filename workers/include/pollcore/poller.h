@@ -87,16 +87,17 @@ struct pc_work {
  * Any thread, workers included: the work goes through @w's submission
  * queue, which is never full (each work carries its own node: no lock, no
  * allocation), wakes @w when it sleeps (hybrid idle), and runs on one of
- * its next turns, in the order posted by each thread. A worker that stops
- * (its engine destroyed, its device gone) never runs what it had not run
- * yet, and the call does not tell: post to a running worker. The way to
+ * its next turns, in the order posted by each thread. A worker that has
+ * stopped (its engine being destroyed, its device gone) refuses the work;
+ * one that stops meanwhile never runs what it had not run yet. The way to
  * hand state between workers: a server that shards its data by worker
  * posts a request to the worker that owns the shard, which answers it
  * there. pc_reply() and pc_send() work on any worker, for messages of any
  * worker: from another worker they go through the owner's queue the same
  * way.
  *
- * Return: 0; -EINVAL without @work->fn (nothing was posted).
+ * Return: 0; -EINVAL without @work->fn, -ESHUTDOWN when @w has stopped
+ * (nothing was posted either way).
  */
 PC_API int pc_worker_post(struct pc_worker *w, struct pc_work *work);
 
