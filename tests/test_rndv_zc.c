@@ -187,8 +187,13 @@ static void srv_on_msg(struct pc_msg *m, void *arg)
 static void srv_on_conn(struct pc_conn *c, enum pc_conn_event ev, void *arg)
 {
 	(void)arg;
+	struct pc_conn *none = NULL;
+
+	/* the first connection's, referenced; start() waits for it (release) */
 	if (ev == PC_CONN_UP)
-		__atomic_store_n(&sconn, pc_conn_get(c), __ATOMIC_RELEASE);	/* start() waits for it */
+		__atomic_compare_exchange_n(&sconn, &none, pc_conn_get(c), false, __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED) ?
+			(void)0 : pc_conn_put(c);
 	else
 		atomic_fetch_add(&down, 1);
 }
@@ -301,6 +306,7 @@ static void stop(bool closed)
 	pc_engine_destroy(srv);
 	pc_conn_put(conn);
 	pc_conn_put(sconn);
+	sconn = NULL;
 	free(sbuf);
 	free(rbuf);
 	free(cbuf);

@@ -387,29 +387,44 @@ static bool expire_one(struct pc_worker *w, struct conn *c, struct msg *m, uint6
 	return true;
 }
 
-/* The deadlines of @c's calls at @now; returns the earliest still to come (0: none). */
-static uint64_t conn_expire(struct pc_worker *w, struct conn *c, uint64_t now)
+/*
+ * One pass over @c's calls at @now: those past their deadline end. Returns
+ * whether any did (a completion that ran then may have ended or moved
+ * others: the caller looks again); *@due gets the earliest still to come.
+ */
+static bool expire_pass(struct pc_worker *w, struct conn *c, uint64_t now, uint64_t *due)
 {
 	struct wr_ctx *ctx, *next;
-	uint64_t due = 0;
+	bool failed = false;
 	uint32_t i;
 
-	/* queued for the window: each taken off as it fails, so walk with care */
+	*due = 0;
+	/* queued for the window: each taken off as it fails, so the next is read first */
 	for (ctx = c->cw_head; ctx && c->calls_timed; ctx = next) {
 		next = ctx->next;
-		expire_one(w, c, pc_container_of(ctx, struct msg, ctx), now, &due);
+		if (expire_one(w, c, pc_container_of(ctx, struct msg, ctx), now, due))
+			return true;
 	}
 	for (i = 0; c->calls_timed && i <= c->reqs.mask; i++) {
 		struct reqent *e = &c->reqs.slot[i];
 
-		if (!e->id || !e->ptr || e->ptr == CALL_LATE)
-			continue;
-		/* a failure may shift the table's run back into this slot: look at it again */
-		if (expire_one(w, c, e->ptr, now, &due) && e->id)
-			i--;
+		if (e->id && e->ptr && e->ptr != CALL_LATE &&
+		    expire_one(w, c, e->ptr, now, due))
+			failed = true;
 	}
+	return failed;
+}
+
+/* The deadlines of @c's calls at @now; returns the earliest still to come (0: none). */
+static uint64_t conn_expire(struct pc_worker *w, struct conn *c, uint64_t now)
+{
+	uint64_t due = 0;
+
+	/* until a pass ends nothing: each that does ends at least one call, so this stops */
+	while (c->calls_timed && c->state < CONN_DRAINING && expire_pass(w, c, now, &due))
+		;
 	/* every place of the window held by a call that will never be answered */
-	if (c->unanswered >= w->p->max_unanswered) {
+	if (c->state < CONN_DRAINING && c->unanswered >= w->p->max_unanswered) {
 		set_error(-ETIMEDOUT,
 			  "%s port %u qp 0x%x: %u calls unanswered after their deadline or cancel (max_unanswered %u); closing",
 			  w->dev->name, w->dev->port, c->qpn, c->unanswered, w->p->max_unanswered);

@@ -204,10 +204,12 @@ void dp_deliver_overflow(struct pc_worker *w)
 
 		while (ch->ovf_head) {
 			struct msg *m = pc_container_of(ch->ovf_head, struct msg, ctx);
+			/* read first: once in the ring, @m is the application's (a release links it elsewhere) */
+			struct wr_ctx *next = m->ctx.next;
 
 			if (pc_ring_spsc_enqueue(ch->to_app, &m->pub))
 				break;
-			ch->ovf_head = m->ctx.next;
+			ch->ovf_head = next;
 			if (!ch->ovf_head) {
 				ch->ovf_tail = &ch->ovf_head;
 				w->ovf_chans--;
