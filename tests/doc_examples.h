@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the code examples of docs/*.md that are not whole programs take as
+ * What the code examples of the docs (docs/, .md files) that are not whole programs take as
  * given (tests/test_doc_examples.py puts this in front of each): the
  * handles a surrounding program would have, and the application's own
  * functions and types they call. Declarations only: the examples are
@@ -37,6 +37,7 @@ extern int datafd;
 
 /* the application's own functions */
 void process(struct pc_msg *m);
+void handler(struct pc_msg *m, void *arg);
 void fill(void *data, size_t len);
 void done(struct pc_msg *m, int status, void *arg);
 void io_done(struct pc_op *op, int status);

@@ -41,7 +41,7 @@ def blocks(path):
             while prev >= 0 and not lines[prev].strip():
                 prev -= 1
             m = KIND.fullmatch(lines[prev].strip()) if prev >= 0 else None
-            out.append((start, m.group(1) if m else None,
+            out.append((start + 1, m.group(1) if m else None,
                         m.group(2).split() if m else [], "\n".join(lines[start:j]) + "\n"))
             i = j
         i += 1
