@@ -102,9 +102,13 @@
  * so); a new engine does. The other devices are not affected.
  *
  * Every function returns 0 or a negative errno (constructors: NULL with
- * errno set); pc_last_error() on the calling thread explains failures,
- * naming device, port, GID index, QP number and ibv_wc_status_str() where
- * they apply.
+ * errno set). Where a failure needs explaining (a parameter refused, a
+ * device, peer or verbs error, a connection refused), pc_last_error() on
+ * the calling thread says why, naming device, port, GID index, QP number
+ * and ibv_wc_status_str() where they apply. The outcomes a data path
+ * meets in normal running (ENOBUFS, EAGAIN, ENOTCONN, EALREADY) are the
+ * return value or errno alone: no message is formatted for them, and
+ * pc_last_error() may still hold an older one.
  */
 #ifndef POLLCORE_ENGINE_H
 #define POLLCORE_ENGINE_H
