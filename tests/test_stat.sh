@@ -13,9 +13,15 @@
 #    and bytes grown; the client's pc_call round-trip histogram grew, with
 #    ordered, non-zero percentiles; the live table and --conns print them;
 #  - the client, stopped, and a server stopped with SIGTERM leave no segment;
+#  - the live server's segment chowned to another user (65534): as root,
+#    'pollcore-stat PID' and --json refuse it (exit 1, naming the file and
+#    both uids), --list skips it and says so; --any-user reads it; a user
+#    who is not root may not use --any-user (exit 1); its owner reads it;
+#    with mode 0644 it is refused (exit 1), --any-user or not;
 #  - a SIGKILLed server's segment is reported stale by --list, by
-#    'pollcore-stat PID' (exit 1) and by --json (state stale, no counters),
-#    and --clean removes it.
+#    'pollcore-stat PID' (exit 1) and by --json (state stale, no counters);
+#    chowned to another user, --clean keeps it and --clean --any-user
+#    removes it.
 # On a host without RDMA: exit 77.
 set -u
 
@@ -146,6 +152,55 @@ grep -Eq "^pc-w0-$PC_TEST_DEVICE .* [0-9.]+ +[0-9.]+ +[0-9.]+$" "$TMP/ctable.out
 	fail "--conns does not list the two connections up"
 ok "live table and --conns: $(grep -c . "$TMP/table.out") and $(grep -c . "$TMP/conns.out") lines"
 
+# another user's segment (the live server's, chowned): not read as root's own
+OTHER="another user's segment (owner uid 65534, you are uid 0)"
+chown 65534:65534 "$SEG" || fail "chown $SEG"
+"$STAT" "$SRV_PID" --count 1 --interval 0.2 >"$TMP/o.out" 2>"$TMP/o.err"
+rc=$?
+[ "$rc" = 1 ] || fail "pollcore-stat PID of another user's segment exited $rc, expected 1"
+grep -qF "pollcore-stat: /dev/shm/pollcore.$SRV_PID: $OTHER" "$TMP/o.err" ||
+	fail "pollcore-stat PID does not say whose the segment is: $(cat "$TMP/o.err")"
+grep -q "pc-w0" "$TMP/o.out" && fail "pollcore-stat PID showed another user's workers"
+"$STAT" --json "$SRV_PID" >"$TMP/o.json" 2>"$TMP/oj.err" && fail "--json of another user's segment exited 0"
+grep -qF "$OTHER" "$TMP/oj.err" || fail "--json does not say whose the segment is"
+"$STAT" --list >"$TMP/o.list" 2>&1 || fail "--list exited non-zero"
+grep -Eq "^$SRV_PID " "$TMP/o.list" && fail "--list shows another user's segment as if it were ours"
+grep -qF "skipped /dev/shm/pollcore.$SRV_PID: $OTHER" "$TMP/o.list" ||
+	fail "--list does not say it skipped another user's segment: $(cat "$TMP/o.list")"
+"$STAT" --list --json >"$TMP/o.list.json" 2>&1 || fail "--list --json exited non-zero"
+jqt "$TMP/o.list.json" ".[] | select(.name == \"pollcore.$SRV_PID\") |
+	.state == \"skipped\" and .owner_uid == 65534 and (has(\"pid\") | not)" \
+	"--list --json marks another user's segment skipped"
+# root, on purpose
+usage_error "--any-user goes with PID, --list or --clean" --any-user
+"$STAT" --any-user "$SRV_PID" --count 1 --interval 0.5 >"$TMP/any.out" 2>&1 ||
+	fail "--any-user PID failed: $(cat "$TMP/any.out")"
+grep -Eq "^pc-w0-$PC_TEST_DEVICE +hybrid " "$TMP/any.out" || fail "--any-user PID shows no worker row"
+"$STAT" --any-user --list >"$TMP/any.list" 2>&1 || fail "--any-user --list exited non-zero"
+grep -Eq "^$SRV_PID +1 +pollcore-echo .* live \(pollcore\.$SRV_PID\)" "$TMP/any.list" ||
+	fail "--any-user --list does not show the server live"
+grep -q "skipped" "$TMP/any.list" && fail "--any-user --list still skips it"
+# not root: --any-user is refused; the segment's owner reads it without
+setpriv --reuid=65533 --regid=65533 --clear-groups "$STAT" --any-user --list \
+	>"$TMP/nr.out" 2>"$TMP/nr.err"
+rc=$?
+[ "$rc" = 1 ] || fail "--any-user as uid 65533 exited $rc, expected 1"
+grep -qF "pollcore-stat: --any-user: only root may read other users' segments (you are uid 65533)" \
+	"$TMP/nr.err" || fail "--any-user as uid 65533: $(cat "$TMP/nr.err")"
+setpriv --reuid=65534 --regid=65534 --clear-groups "$STAT" --json "$SRV_PID" >"$TMP/own.json" \
+	2>"$TMP/own.err" || fail "its owner (uid 65534) cannot read it: $(cat "$TMP/own.err")"
+jqt "$TMP/own.json" '.segments[0].state == "live" and (.segments[0].workers | length) == 1' \
+	"its owner reads it"
+chown 0:0 "$SEG" || fail "chown $SEG back"
+# others may access it: not what an engine makes, not trusted
+chmod 0644 "$SEG"
+"$STAT" --any-user "$SRV_PID" --count 1 >"$TMP/m.out" 2>"$TMP/m.err"
+rc=$?
+[ "$rc" = 1 ] || fail "pollcore-stat PID of a segment of mode 0644 exited $rc, expected 1"
+grep -qF "pollcore.$SRV_PID: mode 0644" "$TMP/m.err" || fail "mode 0644: $(cat "$TMP/m.err")"
+chmod 0600 "$SEG"
+ok "another user's segment: refused (exit 1), skipped by --list, read with --any-user as root only; mode 0644 refused"
+
 # the client stops (destroy): its segment goes
 kill -INT "$CLI_PID"
 timeout 60 tail --pid="$CLI_PID" -f /dev/null || fail "the client still runs 60 s after SIGINT"
@@ -168,11 +223,17 @@ grep -q "pc-w0" "$TMP/dead.out" && fail "pollcore-stat PID showed a dead server'
 "$STAT" --json "$SRV_PID" >"$TMP/dead.json" 2>/dev/null && fail "--json of a dead server exited 0"
 jqt "$TMP/dead.json" '.segments[0].state == "stale" and (.segments[0] | has("workers") | not)' \
 	"--json marks the dead server stale, without counters"
-"$STAT" --clean "$SRV_PID" >"$TMP/clean.out" 2>&1 || fail "--clean failed"
-grep -q "removed /dev/shm/pollcore.$SRV_PID" "$TMP/clean.out" || fail "--clean did not say removed"
-[ ! -e "$SEG" ] || fail "--clean left $SEG"
+# another user's, stale: root's --clean keeps it, --clean --any-user removes it
+chown 65534:65534 "$SEG" || fail "chown $SEG"
+"$STAT" --clean "$SRV_PID" >"$TMP/clean0.out" 2>&1 || fail "--clean failed: $(cat "$TMP/clean0.out")"
+grep -qF "kept /dev/shm/pollcore.$SRV_PID: $OTHER" "$TMP/clean0.out" ||
+	fail "--clean does not say it kept another user's segment: $(cat "$TMP/clean0.out")"
+[ -e "$SEG" ] || fail "--clean removed another user's segment"
+"$STAT" --clean --any-user "$SRV_PID" >"$TMP/clean.out" 2>&1 || fail "--clean --any-user failed"
+grep -q "removed /dev/shm/pollcore.$SRV_PID" "$TMP/clean.out" || fail "--clean --any-user did not say removed"
+[ ! -e "$SEG" ] || fail "--clean --any-user left $SEG"
 SRV_PID=
-ok "SIGKILLed server: stale in --list, PID and --json; --clean removed it"
+ok "SIGKILLed server: stale in --list, PID and --json; another user's: --clean kept it, --clean --any-user removed it"
 
 # a server stopped with SIGTERM (pc_engine_destroy) removes its own
 start_server

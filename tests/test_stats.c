@@ -13,7 +13,13 @@
  *    another process (its lock gone; while held, a live namesake), a
  *    closed engine; cleaned on request, never while the owner runs;
  *    removed by exit(), but not by a forked child's exit(); foreign files
- *    left alone (tests/test_stat_seg.c has the hostile ones).
+ *    left alone (tests/test_stat_seg.c has the hostile ones);
+ *  - another user's segment (chowned; as root): refused by pc_stats_open()
+ *    and pc_stats_clean() (EACCES, the error naming file and both uids),
+ *    read and cleaned by root with PC_STATS_ANY_USER, which a caller that
+ *    is not root may not use (EPERM); its owner reads it;
+ *  - a segment with group or other permission bits: refused (EPROTO) and
+ *    never removed, PC_STATS_ANY_USER or not.
  */
 #include "stats_pvt.h"
 
@@ -25,6 +31,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <grp.h>
 #include <unistd.h>
 
 #include "pc_test.h"
@@ -674,6 +681,178 @@ START_TEST(test_foreign_files)
 }
 END_TEST
 
+/* A stale segment (its owner SIGKILLed and reaped); its name in @name. */
+static void stale_seg(char *name, size_t len)
+{
+	struct stats_seg seg;
+	char got[48] = "";
+	int fds[2], status;
+	pid_t child;
+
+	ck_assert_int_eq(pipe(fds), 0);
+	child = fork();
+	ck_assert_int_ge(child, 0);
+	if (child == 0) {
+		if (stats_seg_create(&seg, 1, 1, "fake0"))
+			_exit(1);
+		(void)!write(fds[1], seg.name, sizeof(seg.name));
+		for (;;)
+			pause();
+	}
+	ck_assert_int_eq(read(fds[0], got, sizeof(got)), sizeof(got));
+	close(fds[0]);
+	close(fds[1]);
+	ck_assert_int_eq(kill(child, SIGKILL), 0);
+	ck_assert_int_eq(waitpid(child, &status, 0), child);
+	snprintf(name, len, "%s", got);
+}
+
+static void shm_chown(const char *name, uid_t uid)
+{
+	int fd = shm_open(name, O_RDONLY | O_NOFOLLOW, 0);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fchown(fd, uid, uid), 0);
+	close(fd);
+}
+
+/*
+ * In a child that is @uid (not root): the result of @what on @name, as
+ * 0, or the errno (open) / negative errno (clean) plus 1000 for a check
+ * that went wrong.
+ */
+enum as_what { AS_OPEN, AS_OPEN_ANY, AS_CLEAN_ANY };
+
+static int as_user(uid_t uid, const char *name, enum as_what what)
+{
+	struct pc_stats *r;
+	int status, ret;
+	pid_t child = fork();
+
+	ck_assert_int_ge(child, 0);
+	if (child == 0) {
+		if (setgroups(0, NULL) || setresgid(uid, uid, uid) || setresuid(uid, uid, uid))
+			_exit(200);
+		switch (what) {
+		case AS_OPEN:
+		case AS_OPEN_ANY:
+			errno = 0;
+			r = what == AS_OPEN ? pc_stats_open(name)
+					    : pc_stats_open_flags(name, PC_STATS_ANY_USER);
+			if (r) {
+				ret = pc_stats_header(r)->nworkers == 1 ? 0 : 201;
+				pc_stats_close(r);
+				_exit(ret);
+			}
+			_exit(errno > 0 && errno < 200 ? errno : 202);
+		default:
+			ret = pc_stats_clean_flags(name, PC_STATS_ANY_USER);
+			_exit(ret <= 0 && ret > -200 ? -ret : 203);
+		}
+	}
+	ck_assert_int_eq(waitpid(child, &status, 0), child);
+	ck_assert(WIFEXITED(status));
+	return WEXITSTATUS(status);
+}
+
+/*
+ * Another user's segment is not read or removed as if it were the
+ * caller's: only by root, and only on purpose (PC_STATS_ANY_USER). Runs as
+ * root (a child drops to other uids); elsewhere it cannot chown: skipped.
+ */
+START_TEST(test_other_users_segment)
+{
+	char name[48], uids[64];
+	struct pc_stats *r;
+
+	if (geteuid() != 0) {
+		printf("SKIP: test_other_users_segment needs root (chown)\n");
+		return;
+	}
+	stale_seg(name, sizeof(name));
+	shm_chown(name, 65534);
+
+	/* root, not on purpose: refused, the file named with both uids */
+	errno = 0;
+	ck_assert_ptr_null(pc_stats_open(name));
+	ck_assert_int_eq(errno, EACCES);
+	ck_assert_msg(strstr(pc_last_error(), name), "'%s' does not name %s", pc_last_error(),
+		      name);
+	snprintf(uids, sizeof(uids), "owner uid 65534, you are uid 0");
+	ck_assert_msg(strstr(pc_last_error(), uids), "'%s' does not say '%s'", pc_last_error(), uids);
+	errno = 0;
+	ck_assert_ptr_null(pc_stats_open_flags(name, 0));
+	ck_assert_int_eq(errno, EACCES);
+	ck_assert_int_eq(pc_stats_clean(name), -EACCES);
+	ck_assert_int_eq(pc_stats_clean_flags(name, 0), -EACCES);
+	ck_assert(shm_exists(name));
+
+	/* its owner reads it, not being root */
+	ck_assert_int_eq(as_user(65534, name, AS_OPEN), 0);
+	/* another user who is not root may not ask for it: EPERM, whatever the file */
+	ck_assert_int_eq(as_user(65533, name, AS_OPEN_ANY), EPERM);
+	ck_assert_int_eq(as_user(65533, name, AS_CLEAN_ANY), EPERM);
+	/* nor read it without asking: the kernel refuses (0600), and the error names the owner */
+	ck_assert_int_eq(as_user(65533, name, AS_OPEN), EACCES);
+	ck_assert(shm_exists(name));
+
+	/* root, on purpose: read, and removed once stale */
+	r = pc_stats_open_flags(name, PC_STATS_ANY_USER);
+	ck_assert_msg(r, "PC_STATS_ANY_USER as root: %s", pc_last_error());
+	ck_assert_uint_eq(pc_stats_header(r)->nworkers, 1);
+	ck_assert_str_eq(pc_stats_header(r)->devices, "fake0");
+	ck_assert_int_eq(pc_stats_owner(r), PC_STATS_OWNER_DEAD);
+	pc_stats_close(r);
+	ck_assert_int_eq(pc_stats_clean_flags(name, PC_STATS_ANY_USER), 0);
+	ck_assert(!shm_exists(name));
+
+	/* flags this library does not know */
+	errno = 0;
+	ck_assert_ptr_null(pc_stats_open_flags(name, 1u << 7));
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(pc_stats_clean_flags(name, 1u << 7), -EINVAL);
+}
+END_TEST
+
+/* A segment others may access is not one an engine made (0600): not trusted, not removed. */
+START_TEST(test_segment_mode)
+{
+	static const mode_t modes[] = {0640, 0604, 0620, 0602, 0700};
+	char name[48];
+	unsigned int i;
+	int fd;
+
+	stale_seg(name, sizeof(name));
+	fd = shm_open(name, O_RDONLY | O_NOFOLLOW, 0);
+	ck_assert_int_ge(fd, 0);
+	for (i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		ck_assert_int_eq(fchmod(fd, modes[i]), 0);
+		errno = 0;
+		if (!(modes[i] & 077)) {
+			/* the owner's bits are the owner's business */
+			struct pc_stats *r = pc_stats_open(name);
+
+			ck_assert_msg(r, "mode %04o: %s", modes[i], pc_last_error());
+			pc_stats_close(r);
+			continue;
+		}
+		ck_assert_msg(!pc_stats_open(name), "mode %04o: opened", modes[i]);
+		ck_assert_msg(errno == EPROTO, "mode %04o: errno %d", modes[i], errno);
+		ck_assert_msg(strstr(pc_last_error(), name) && strstr(pc_last_error(), "mode"),
+			      "mode %04o: '%s'", modes[i], pc_last_error());
+		ck_assert_ptr_null(pc_stats_open_flags(name, PC_STATS_ANY_USER));
+		ck_assert_int_eq(errno, EPROTO);
+		ck_assert_int_eq(pc_stats_clean(name), -EPROTO);
+		ck_assert_int_eq(pc_stats_clean_flags(name, PC_STATS_ANY_USER), -EPROTO);
+		ck_assert(shm_exists(name));
+	}
+	ck_assert_int_eq(fchmod(fd, 0600), 0);
+	close(fd);
+	ck_assert_int_eq(pc_stats_clean(name), 0);
+	ck_assert(!shm_exists(name));
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("stats");
@@ -691,6 +870,8 @@ int main(void)
 	tcase_add_test(tc, test_pid_reused);
 	tcase_add_test(tc, test_exit_removes);
 	tcase_add_test(tc, test_foreign_files);
+	tcase_add_test(tc, test_other_users_segment);
+	tcase_add_test(tc, test_segment_mode);
 	suite_add_tcase(s, tc);
 	return pc_test_run(s);
 }

@@ -9,13 +9,17 @@
  *   pollcore-stat PID --json                      one snapshot, JSON
  *   pollcore-stat --list [--json]                 pollcore processes, and stale segments
  *   pollcore-stat --clean [PID]                   remove segments whose process is gone
+ *   --any-user (root only, with any of the above) also other users' segments
  *
  * A segment whose process is gone (killed), whose pid now belongs to
  * another process, or whose engine was destroyed is stale: it is reported
  * as such, never shown as live, and --clean removes it. One whose owner
  * lives but is not PID here (a namesake from another PID namespace) is not
- * shown either, and never removed. Exit status: 0, 1 (no live segment for
- * PID, or an error), 2 (usage).
+ * shown either, and never removed. Another user's segment is not read,
+ * listed or removed (--list and --clean say which they skipped) unless
+ * root asks with --any-user (PC_STATS_ANY_USER); one whose mode lets group
+ * or others in is never. Exit status: 0, 1 (no live segment for PID, or an
+ * error), 2 (usage).
  *
  * What it shows comes from the library's private copies (pollcore/stats.h):
  * the header as read and checked at open, whatever the file holds later,
@@ -35,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -49,13 +54,26 @@ static void usage(FILE *f)
 		"       " PROG " PID --json                      one snapshot as JSON\n"
 		"       " PROG " --list [--json]                 pollcore processes and stale segments\n"
 		"       " PROG " --clean [PID]                   remove stale segments\n"
+		"       --any-user                             (root only) other users' segments too\n"
 		"The worker table is refreshed every S seconds (default 1) until interrupted,\n"
 		"or N times; rates are per second over the last interval, latency percentiles\n"
 		"(pc_call round trips) too. Segments are /dev/shm/pollcore.<pid>[.<n>], mode 0600:\n"
-		"run as the process's user (or root).\n");
+		"run as the process's user. Another user's segment is skipped, even by root,\n"
+		"unless root gives --any-user; one that group or others may access, always.\n");
 }
 
 #define bad_usage(...) cli_bad_usage(PROG, usage, __VA_ARGS__)
+
+/* PC_STATS_ANY_USER with --any-user (root only), else 0 */
+static unsigned int open_flags;
+
+/* What to do about a segment refused as another user's (pc_last_error() said whose). */
+static const char *foreign_hint(bool clean)
+{
+	if (geteuid() != 0)
+		return "; run as its owner";
+	return clean ? "; --clean --any-user removes it when stale" : "; --any-user reads it";
+}
 
 static uint64_t mono_ns(void)
 {
@@ -143,8 +161,12 @@ static struct pc_stats_worker *workers_alloc(unsigned int n)
 	return w;
 }
 
-/* Opens every segment of @pid into @g; returns how many, stale ones included (owner says). */
-static int open_pid(int pid, struct seg *g)
+/*
+ * Opens every segment of @pid into @g; returns how many, stale ones
+ * included (owner says); @found: how many names there were, each one
+ * refused said why on stderr.
+ */
+static int open_pid(int pid, struct seg *g, int *found)
 {
 	struct names ns = { .n = 0 };
 	int i, n = 0;
@@ -154,16 +176,18 @@ static int open_pid(int pid, struct seg *g)
 		return -1;
 	}
 	qsort(ns.name, (size_t)ns.n, sizeof(ns.name[0]), cmp_names);
+	*found = ns.n;
 	for (i = 0; i < ns.n; i++) {
 		struct seg *x = &g[n];
 
-		x->s = pc_stats_open(ns.name[i]);
+		x->s = pc_stats_open_flags(ns.name[i], open_flags);
 		if (!x->s) {
-			fprintf(stderr, PROG ": /dev/shm/%s: %s\n", ns.name[i],
-				errno == EACCES ? "permission denied (mode 0600: run as its owner or root)"
-				: errno == EPROTO ? pc_last_error()
-				: errno == EAGAIN ? "being created"
-						  : strerror(errno));
+			if (errno == EACCES || errno == EPROTO)
+				fprintf(stderr, PROG ": /dev/shm/%s%s\n", pc_last_error(),
+					errno == EACCES ? foreign_hint(false) : "");
+			else
+				fprintf(stderr, PROG ": /dev/shm/%s: %s\n", ns.name[i],
+					errno == EAGAIN ? "being created" : strerror(errno));
 			continue;
 		}
 		snprintf(x->name, sizeof(x->name), "%s", ns.name[i]);
@@ -607,10 +631,21 @@ static int run_json(struct seg *g, int n, int pid)
 
 /* --- --list and --clean -------------------------------------------------------------------- */
 
+/* The uid that owns /dev/shm/@name, or -1. */
+static long shm_owner(const char *name)
+{
+	char path[128];
+	struct stat sb;
+
+	snprintf(path, sizeof(path), "/dev/shm/%s", name);
+	return lstat(path, &sb) ? -1 : (long)sb.st_uid;
+}
+
 static int run_list(bool json)
 {
 	struct names ns = { .n = 0 };
-	int i, live = 0;
+	char skipped[MAX_SEGS][256];
+	int i, live = 0, nskipped = 0;
 	uint64_t now = real_ns();
 
 	if (pc_stats_for_each(0, collect, &ns) < 0) {
@@ -624,22 +659,41 @@ static int run_list(bool json)
 		printf("%-8s %-6s %-16s %-16s %7s %6s %9s  %s\n", "PID", "ENGINE", "COMMAND",
 		       "DEVICES", "WORKERS", "CONNS", "UP_S", "STATE (segment)");
 	for (i = 0; i < ns.n; i++) {
-		struct pc_stats *s = pc_stats_open(ns.name[i]);
+		struct pc_stats *s = pc_stats_open_flags(ns.name[i], open_flags);
 		const struct pc_stats_hdr *h;
 		enum pc_stats_owner o;
 		unsigned int k, conns = 0;
 
+		if (!s && errno == EACCES) {
+			/* another user's: not parsed, not shown; said below the table */
+			if (json) {
+				printf("%s{\"name\": ", i ? ", " : "");
+				cli_json_str(ns.name[i]);
+				printf(", \"state\": \"skipped\", \"owner_uid\": %ld, \"reason\": ",
+				       shm_owner(ns.name[i]));
+				cli_json_str(pc_last_error());
+				printf("}");
+			} else {
+				snprintf(skipped[nskipped++], sizeof(skipped[0]), "skipped /dev/shm/%s%s",
+					 pc_last_error(), foreign_hint(false));
+			}
+			continue;
+		}
 		if (!s) {
-			const char *why = errno == EACCES ? "another user's (mode 0600)"
-					  : errno == EAGAIN ? "being created"
-							    : "unreadable";
+			const char *why = errno == EAGAIN ? "being created"
+					  : errno == EPROTO ? pc_last_error()
+							    : strerror(errno);
 
-			if (json)
-				printf("%s{\"name\": \"%s\", \"state\": \"unreadable\", \"reason\": \"%s\"}",
-				       i ? ", " : "", ns.name[i], why);
-			else
-				printf("%-8s %-6s %-16s %-16s %7s %6s %9s  %s (%s)\n", "?", "?", "?", "?", "?",
-				       "?", "?", why, ns.name[i]);
+			if (json) {
+				printf("%s{\"name\": ", i ? ", " : "");
+				cli_json_str(ns.name[i]);
+				printf(", \"state\": \"unreadable\", \"reason\": ");
+				cli_json_str(why);
+				printf("}");
+			} else {
+				printf("%-8s %-6s %-16s %-16s %7s %6s %9s  unreadable: %s (%s)\n", "?", "?",
+				       "?", "?", "?", "?", "?", why, ns.name[i]);
+			}
 			continue;
 		}
 		h = pc_stats_header(s);
@@ -675,6 +729,8 @@ static int run_list(bool json)
 		printf("]\n");
 	else if (!ns.n)
 		printf("(no pollcore stats segment in /dev/shm)\n");
+	for (i = 0; i < nskipped; i++)
+		printf("%s\n", skipped[i]);
 	return 0;
 }
 
@@ -688,14 +744,17 @@ static int run_clean(int pid)
 		return 1;
 	}
 	for (i = 0; i < ns.n; i++) {
-		ret = pc_stats_clean(ns.name[i]);
+		ret = pc_stats_clean_flags(ns.name[i], open_flags);
 		if (!ret)
 			printf("removed /dev/shm/%s (stale)\n", ns.name[i]);
 		else if (ret == -EBUSY)
 			printf("kept /dev/shm/%s: its process runs\n", ns.name[i]);
+		else if (ret == -EACCES)
+			printf("kept /dev/shm/%s%s\n", pc_last_error(), foreign_hint(true));
 		else if (ret == -EPROTO)
-			printf("kept /dev/shm/%s: not a pollcore stats segment of this version\n",
-			       ns.name[i]);
+			printf("kept /dev/shm/%s: not a pollcore stats segment of this version, or "
+			       "not one to trust (%s)\n",
+			       ns.name[i], pc_last_error());
 		else if (ret == -EAGAIN)
 			printf("kept /dev/shm/%s: not complete (being created)\n", ns.name[i]);
 		else if (ret != -ENOENT) {
@@ -731,15 +790,16 @@ int main(int argc, char **argv)
 	    {"interval", required_argument, NULL, 'i'}, {"count", required_argument, NULL, 'n'},
 	    {"conns", no_argument, NULL, 'c'},	    {"json", no_argument, NULL, 'j'},
 	    {"list", no_argument, NULL, 'l'},	    {"clean", no_argument, NULL, 'C'},
-	    {"help", no_argument, NULL, 'h'},	    {0},
+	    {"any-user", no_argument, NULL, 'A'},   {"help", no_argument, NULL, 'h'},
+	    {0},
 	};
 	static struct seg segs[MAX_SEGS];
 	struct sigaction sa = { .sa_handler = on_signal };
-	bool conns = false, json = false, list = false, clean = false;
+	bool conns = false, json = false, list = false, clean = false, any_user = false;
 	double interval = 1.0;
 	long count = 0;
 	char *end;
-	int c, pid = 0, n, i, ret;
+	int c, pid = 0, n, i, ret, found = 0;
 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "i:n:cjlCh", opts, NULL)) != -1) {
@@ -767,6 +827,9 @@ int main(int argc, char **argv)
 		case 'C':
 			clean = true;
 			break;
+		case 'A':
+			any_user = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -780,6 +843,14 @@ int main(int argc, char **argv)
 		return bad_usage("unexpected argument '%s'", argv[optind + 1]);
 	if (list + clean > 1 || ((list || clean) && (conns || count)) || (list && pid))
 		return bad_usage("--list and --clean go alone (--clean may name a PID)");
+	if (any_user && !pid && !list && !clean)
+		return bad_usage("--any-user goes with PID, --list or --clean");
+	if (any_user && geteuid() != 0) {
+		fprintf(stderr, PROG ": --any-user: only root may read other users' segments (you are "
+			"uid %u)\n", (unsigned int)geteuid());
+		return 1;
+	}
+	open_flags = any_user ? PC_STATS_ANY_USER : 0;
 	if (list)
 		return run_list(json);
 	if (clean)
@@ -789,12 +860,14 @@ int main(int argc, char **argv)
 	if (json && (conns || count))
 		return bad_usage("--json prints one snapshot of everything: no --conns or --count");
 
-	n = open_pid(pid, segs);
+	n = open_pid(pid, segs, &found);
 	if (n < 0)
 		return 1;
 	if (n == 0) {
-		fprintf(stderr, PROG ": no pollcore stats segment for pid %d in /dev/shm "
-			"(not a pollcore process, or another user's)\n", pid);
+		/* each one found was refused, saying why */
+		if (!found)
+			fprintf(stderr, PROG ": no pollcore stats segment for pid %d in /dev/shm "
+				"(not a pollcore process)\n", pid);
 		return 1;
 	}
 	if (json) {

@@ -347,7 +347,7 @@ static void fill_comm(char *comm, size_t len)
 }
 
 static int hdr_read(int fd, struct pc_stats_hdr *out, const char *name);
-static int clean_fd(int fd, const char *name, bool foreign_ok);
+static int clean_fd(int fd, const char *name, unsigned int flags);
 
 /* Opens an existing @name without following a link or blocking on a FIFO. */
 static int open_existing(const char *name)
@@ -371,7 +371,7 @@ static enum name_use name_use(const char *name)
 	if (fd < 0)
 		return errno == ENOENT ? NAME_FREED : NAME_OTHER;
 	/* ours only (never another user's), and only with no owner alive anywhere */
-	ret = clean_fd(fd, name, false);
+	ret = clean_fd(fd, name, 0);
 	if (ret == -EBUSY && !hdr_read(fd, &h, name) && h.pid == getpid() &&
 	    !stats_proc_start(getpid(), &start, NULL) && h.start_time == start) {
 		close(fd);
@@ -783,23 +783,93 @@ struct pc_stats *stats_open_fd(int fd, const char *name)
 	return s;
 }
 
-struct pc_stats *pc_stats_open(const char *name)
+/* --- whose a segment is ------------------------------------------------------------------- */
+
+/* The flags a caller gave: known, and PC_STATS_ANY_USER from root only. 0 or a negative errno. */
+static int check_flags(unsigned int flags)
 {
-	int fd;
+	if (flags & ~PC_STATS_ANY_USER)
+		return set_errorl(PC_LOG_DEBUG, -EINVAL, "stats segment: unknown flags %#x",
+				  flags & ~PC_STATS_ANY_USER);
+	if ((flags & PC_STATS_ANY_USER) && geteuid() != 0)
+		return set_errorl(PC_LOG_DEBUG, -EPERM,
+				  "PC_STATS_ANY_USER: only root may read or clean other users' "
+				  "segments (you are uid %u)",
+				  (unsigned int)geteuid());
+	return 0;
+}
+
+static int foreign(const char *name, uid_t owner)
+{
+	return set_errorl(PC_LOG_DEBUG, -EACCES,
+			  "%s: another user's segment (owner uid %u, you are uid %u)", name,
+			  (unsigned int)owner, (unsigned int)geteuid());
+}
+
+/*
+ * Whether the open file @sb, /dev/shm/@name, may be taken for a segment:
+ * the caller's own, or another user's with PC_STATS_ANY_USER (root's:
+ * check_flags()); and no permission bit for group or others, which the
+ * engine never sets (0600 at O_EXCL creation, umask can only take bits
+ * away): such a file was changed since, or not made by an engine, and
+ * others may have written it.
+ */
+static int check_file(const struct stat *sb, const char *name, unsigned int flags)
+{
+	if (sb->st_uid != geteuid() && !(flags & PC_STATS_ANY_USER))
+		return foreign(name, sb->st_uid);
+	if (sb->st_mode & 077)
+		return set_errorl(PC_LOG_DEBUG, -EPROTO,
+				  "%s: mode %04o: group or others may access it; an engine makes "
+				  "its segment 0600",
+				  name, (unsigned int)(sb->st_mode & 07777));
+	return 0;
+}
+
+/* open_existing(@name) failed: -errno, said (a link: -EPROTO; another user's: whose). */
+static int open_failed(const char *name)
+{
+	char path[128];
+	struct stat sb;
+	int err = errno;
+
+	if (err == ELOOP)
+		return set_errorl(PC_LOG_DEBUG, -EPROTO, "%s: a symbolic link, not a segment", name);
+	snprintf(path, sizeof(path), "/dev/shm/%s", name);
+	if (err == EACCES && !lstat(path, &sb) && sb.st_uid != geteuid())
+		return foreign(name, sb.st_uid);
+	return set_errorl(PC_LOG_DEBUG, -err, "%s: %s", name, strerror(err));
+}
+
+struct pc_stats *pc_stats_open_flags(const char *name, unsigned int flags)
+{
+	struct stat sb;
+	int fd, ret;
 
 	if (!*name || strchr(name, '/')) {
 		errno = EINVAL;
 		return NULL;
 	}
-	fd = open_existing(name);
-	if (fd < 0) {
-		if (errno == ELOOP) {
-			set_errorl(PC_LOG_DEBUG, -EPROTO, "%s: a symbolic link, not a segment", name);
-			errno = EPROTO;
+	ret = check_flags(flags);
+	if (!ret) {
+		fd = open_existing(name);
+		if (fd < 0) {
+			ret = open_failed(name);
+		} else {
+			/* the file opened, not the name: nothing can swap it in between */
+			ret = fstat(fd, &sb) ? -errno : check_file(&sb, name, flags);
+			if (!ret)
+				return stats_open_fd(fd, name);
+			close(fd);
 		}
-		return NULL;
 	}
-	return stats_open_fd(fd, name);
+	errno = -ret;
+	return NULL;
+}
+
+struct pc_stats *pc_stats_open(const char *name)
+{
+	return pc_stats_open_flags(name, 0);
 }
 
 void pc_stats_close(struct pc_stats *s)
@@ -951,12 +1021,13 @@ int pc_stats_for_each(int pid, void (*fn)(const char *name, int pid, void *arg),
  * @fd is open on @name: removes @name if it is a stale segment. Never one
  * whose lock a process holds (its owner lives, in this PID namespace or
  * another), whose pid here is its owner, that is not a complete segment
- * of this layout, or, unless @foreign_ok, that is another user's. The
+ * of this layout, that group or others may access, or, unless @flags has
+ * PC_STATS_ANY_USER (checked by the caller), that is another user's. The
  * remover holds the lock while it unlinks, and unlinks only the file it
  * checked: two that clean at once, or one that cleans while an engine
  * takes the name over, cannot remove a live segment.
  */
-static int clean_fd(int fd, const char *name, bool foreign_ok)
+static int clean_fd(int fd, const char *name, unsigned int flags)
 {
 	struct pc_stats_hdr *h = calloc(1, sizeof(*h));
 	struct stat sb, now;
@@ -969,9 +1040,8 @@ static int clean_fd(int fd, const char *name, bool foreign_ok)
 		ret = -errno;
 	} else if (!S_ISREG(sb.st_mode)) {
 		ret = set_errorl(PC_LOG_DEBUG, -EPROTO, "%s: not a regular file", name);
-	} else if (sb.st_uid != geteuid() && !foreign_ok) {
-		ret = set_errorl(PC_LOG_DEBUG, -EACCES, "%s: another user's (uid %u)", name,
-				    (unsigned int)sb.st_uid);
+	} else if ((ret = check_file(&sb, name, flags))) {
+		/* -EACCES: another user's, not asked for; -EPROTO: others may access it */
 	} else if (flock(fd, LOCK_EX | LOCK_NB)) {
 		ret = errno == EWOULDBLOCK ? -EBUSY : -errno;
 	} else if ((ret = hdr_read(fd, h, name))) {
@@ -990,20 +1060,26 @@ static int clean_fd(int fd, const char *name, bool foreign_ok)
 	return ret;
 }
 
-int pc_stats_clean(const char *name)
+int pc_stats_clean_flags(const char *name, unsigned int flags)
 {
 	int fd, ret;
 
+	ret = check_flags(flags);
+	if (ret)
+		return ret;
 	if (!name_pid(name, NULL))
 		return set_errorl(PC_LOG_DEBUG, -EINVAL, "%s is not a pollcore stats segment name",
 				     name);
 	fd = open_existing(name);
 	if (fd < 0)
-		return errno == ELOOP ? set_errorl(PC_LOG_DEBUG, -EPROTO,
-						      "%s: a symbolic link, not a segment", name)
-				      : -errno;
-	/* root may remove another user's segment, when it is clearly stale */
-	ret = clean_fd(fd, name, geteuid() == 0);
+		return open_failed(name);
+	/* another user's only for root, on purpose (check_flags()), and only when clearly stale */
+	ret = clean_fd(fd, name, flags);
 	close(fd);
 	return ret;
+}
+
+int pc_stats_clean(const char *name)
+{
+	return pc_stats_clean_flags(name, 0);
 }

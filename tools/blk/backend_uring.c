@@ -26,7 +26,9 @@
  * ZERO_RANGE, 9p neither), the other is tried, then zeroes are written in
  * 1 MiB steps. The file remembers what failed; each operation keeps the
  * method it was issued with, so that one completing after another moved
- * the file on is judged by its own.
+ * the file on is judged by its own. A ZEROES or DISCARD with FUA, whichever
+ * method did it, then takes an fdatasync step before it completes (fallocate
+ * has no RWF_DSYNC); the caller's op and flags are left as given.
  */
 #include "store.h"
 
@@ -54,6 +56,8 @@
 enum zmethod { Z_ZERO_RANGE, Z_PUNCH, Z_WRITE };
 static const uint8_t zeroes_order[] = {Z_ZERO_RANGE, Z_PUNCH, Z_WRITE};
 static const uint8_t discard_order[] = {Z_PUNCH, Z_ZERO_RANGE, Z_WRITE};
+/* bio->step of a ZEROES or DISCARD with FUA whose method succeeded: its fdatasync runs */
+#define ZSTEP_FLUSH 0xffu
 
 struct ufile {
 	int fd;
@@ -71,6 +75,7 @@ struct uwq {
 	struct pc_poller *poller;
 	struct ufile *f;
 	const char *prog;
+	uint64_t fsyncs; /* fdatasync steps that succeeded (tests/test_blk_uring.c reads it) */
 };
 
 static struct io_uring_sqe *get_sqe(struct uwq *u)
@@ -114,6 +119,10 @@ static void queue_bio(struct uwq *u, struct blk_bio *bio)
 		break;
 	case BLK_BIO_ZEROES:
 	case BLK_BIO_DISCARD:
+		if (bio->step == ZSTEP_FLUSH) {
+			io_uring_prep_fsync(sqe, u->f->fd, IORING_FSYNC_DATASYNC);
+			break;
+		}
 		switch (zmethod_of(bio)) {
 		case Z_ZERO_RANGE:
 			io_uring_prep_fallocate(sqe, u->f->fd,
@@ -160,18 +169,17 @@ static void bio_step(struct uwq *u, struct blk_bio *bio, int res)
 		break;
 	case BLK_BIO_ZEROES:
 	case BLK_BIO_DISCARD:
+		if (bio->step == ZSTEP_FLUSH) { /* the FUA flush: done */
+			if (res >= 0)
+				u->fsyncs++;
+			break;
+		}
 		if (zmethod_of(bio) == Z_WRITE) {
 			n = bio->len - bio->pos < ZBUF_SIZE ? bio->len - bio->pos : ZBUF_SIZE;
 			if (res == 0 || (uint64_t)res > n)
 				res = -EIO;
 			/* short: the next step starts where this one ended */
 			if (res > 0 && (bio->pos += (uint64_t)res) < bio->len) {
-				queue_bio(u, bio);
-				return;
-			}
-			if (res >= 0 && (bio->flags & BLK_BIO_FUA)) {
-				bio->flags &= (uint8_t)~BLK_BIO_FUA;
-				bio->op = BLK_BIO_FLUSH; /* the zeroes written, now durable */
 				queue_bio(u, bio);
 				return;
 			}
@@ -190,10 +198,18 @@ static void bio_step(struct uwq *u, struct blk_bio *bio, int res)
 			queue_bio(u, bio);
 			return;
 		}
+		if (res >= 0 && (bio->flags & BLK_BIO_FUA)) {
+			/* whichever method did it: durable before done(), like a FUA write */
+			bio->step = ZSTEP_FLUSH;
+			queue_bio(u, bio);
+			return;
+		}
 		if (res > 0)
 			res = 0;
 		break;
-	default:
+	default: /* FLUSH */
+		if (res >= 0)
+			u->fsyncs++;
 		break;
 	}
 	bio->done(bio, res < 0 ? res : 0);

@@ -30,7 +30,7 @@ enum blk_bio_op {
 	BLK_BIO_DISCARD,  /* deallocate @len bytes at @off; they read back as zeroes */
 };
 
-#define BLK_BIO_FUA (1u << 0) /* WRITE: durable before done() */
+#define BLK_BIO_FUA (1u << 0) /* WRITE, ZEROES, DISCARD: durable before done() */
 
 /**
  * struct blk_bio - one backend operation; embed it in the command.

@@ -17,7 +17,14 @@
  * behind, which readers detect (pc_stats_owner()) and pc_stats_clean()
  * removes.
  *
- * Readers trust nothing in a segment: another user may own it, and change
+ * Whose a segment is: a reader takes only its own user's (the file's owner
+ * is its effective uid), unless it is root and asks for any user's on
+ * purpose (PC_STATS_ANY_USER); and never a file that group or others may
+ * access, which an engine does not make. Another user's segment is not
+ * read, and not removed, by default, root included.
+ *
+ * Readers trust nothing in a segment: its owner (root reading another
+ * user's, or anyone with the owner's rights) may change
  * or truncate it at any time. They never map it; they read it (pread())
  * into private memory: the header once, at open, checked whole (magic,
  * version, sizes, counts, every offset against the file's size) and kept,
@@ -314,20 +321,45 @@ enum pc_stats_owner {
 struct pc_stats;
 
 /**
- * pc_stats_open - map a segment for reading.
+ * pc_stats_open - open a segment of the caller's user for reading.
  * @name: its name in /dev/shm, e.g. "pollcore.1234".
  *
- * Any thread. Reads the header into private memory and checks it whole
- * (stats.h, above); the segment is never mapped, and keeps one descriptor.
+ * Any thread. Takes the file only when its owner is the caller's
+ * effective uid (root's own included, not another user's) and group and
+ * others have no permission bit on it. Reads the header into private
+ * memory and checks it whole (stats.h, above); the segment is never
+ * mapped, and keeps one descriptor.
  *
  * Return: the segment, or NULL with errno set: EINVAL (an empty @name, or
- * one with a '/'), ENOENT (none), EACCES (another user's), EAGAIN (being
- * created), EPROTO (not a pollcore segment: not a regular file, a symbolic
- * link, another layout version, counts or offsets that do not hold;
+ * one with a '/'), ENOENT (none), EACCES (another user's; pc_last_error()
+ * names the file, its owner's uid and the caller's), EAGAIN (being
+ * created), EPROTO (not a pollcore segment, or not one to trust: not a
+ * regular file, a symbolic link, a mode that lets group or others in,
+ * another layout version, counts or offsets that do not hold;
  * pc_last_error() says which), ENOMEM; another errno of shm_open() or
  * pread(), passed on.
  */
 PC_API struct pc_stats *pc_stats_open(const char *name);
+
+/* pc_stats_open_flags(), pc_stats_clean_flags(): also another user's segment (root only) */
+#define PC_STATS_ANY_USER (1u << 0)
+
+/**
+ * pc_stats_open_flags - pc_stats_open(), with flags.
+ * @name: as for pc_stats_open().
+ * @flags: 0 (pc_stats_open() itself), or PC_STATS_ANY_USER: whoever owns
+ *         the segment; only for a caller whose effective uid is 0.
+ *
+ * Another user's segment is then read like the caller's own: checked
+ * whole, trusted in nothing. The mode check stays.
+ *
+ * Return: as pc_stats_open(): the segment, or NULL with errno set:
+ * EINVAL (a bad @name, or an unknown flag), EPERM (PC_STATS_ANY_USER from
+ * a caller that is not root, whatever the segment), ENOENT, EACCES
+ * (another user's, without PC_STATS_ANY_USER), EAGAIN, EPROTO, ENOMEM;
+ * another errno of shm_open() or pread(), passed on.
+ */
+PC_API struct pc_stats *pc_stats_open_flags(const char *name, unsigned int flags);
 
 /**
  * pc_stats_close - close a segment.
@@ -406,20 +438,39 @@ PC_API int pc_stats_for_each(int pid, void (*fn)(const char *name, int pid, void
  *
  * Removes only a complete segment of this layout version whose lock no
  * process holds and whose pid here is not its owner (or that is closed),
- * and only the caller's own, except for root. It holds the lock while it
- * unlinks, and unlinks only the file it checked.
+ * and only the caller's own (root's too: another user's only through
+ * pc_stats_clean_flags()), with no permission bit for group or others.
+ * It holds the lock while it unlinks, and unlinks only the file it
+ * checked.
  *
  * Any thread.
  *
  * Return: 0 (removed), -EBUSY (its owner runs, here or in another PID
  * namespace: never removed), or another negative errno, the file left
  * alone: -EINVAL (@name is not a pollcore segment name), -ENOENT (no such
- * segment, or replaced meanwhile), -EACCES (another user's), -EPROTO (not
- * a pollcore segment: not a regular file, a symbolic link, another
- * layout), -EAGAIN (half created), -ENOMEM; another errno of shm_open(),
- * flock() or shm_unlink(), passed on.
+ * segment, or replaced meanwhile), -EACCES (another user's; pc_last_error()
+ * says whose), -EPROTO (not a pollcore segment, or not one to trust: not a
+ * regular file, a symbolic link, a mode that lets group or others in,
+ * another layout), -EAGAIN (half created), -ENOMEM; another errno of
+ * shm_open(), flock() or shm_unlink(), passed on.
  */
 PC_API int pc_stats_clean(const char *name);
+
+/**
+ * pc_stats_clean_flags - pc_stats_clean(), with flags.
+ * @name: as for pc_stats_clean().
+ * @flags: 0 (pc_stats_clean() itself), or PC_STATS_ANY_USER: remove a
+ *         stale segment whoever owns it; only for a caller whose
+ *         effective uid is 0.
+ *
+ * Return: as pc_stats_clean(): 0 (removed), -EBUSY (its owner runs), or
+ * another negative errno, the file left alone: -EINVAL (not a segment
+ * name, or an unknown flag), -EPERM (PC_STATS_ANY_USER from a caller that
+ * is not root), -ENOENT, -EACCES (another user's, without
+ * PC_STATS_ANY_USER), -EPROTO, -EAGAIN, -ENOMEM; another errno of
+ * shm_open(), flock() or shm_unlink(), passed on.
+ */
+PC_API int pc_stats_clean_flags(const char *name, unsigned int flags);
 
 /**
  * pc_stats_segment - the name of an engine's segment.
