@@ -14,6 +14,7 @@
  */
 #include <pollcore/engine.h>
 #include <pollcore/pool.h>
+#include <pollcore/stats.h>
 
 #include <errno.h>
 #include <string.h>
@@ -114,6 +115,30 @@ START_TEST(test_pool_size)
 }
 END_TEST
 
+/* A NULL engine (one that could not be created) gets EINVAL, or an empty answer, never a crash. */
+START_TEST(test_null_engine)
+{
+	struct pc_worker_stats st;
+	struct pc_msg *msgs[1];
+
+	ck_assert_int_eq(pc_engine_print_stats(NULL, stdout), -EINVAL);
+	ck_assert_int_eq(pc_engine_stats(NULL, 0, &st), -EINVAL);
+	ck_assert_uint_eq(pc_engine_nworkers(NULL), 0);
+	ck_assert_ptr_null(pc_stats_segment(NULL));
+	ck_assert_int_eq(pc_listen(NULL, NULL, 0), -EINVAL);
+	ck_assert_int_eq(pc_listen_stop(NULL), -EINVAL);
+	ck_assert_uint_eq(pc_listen_port(NULL), 0);
+	errno = 0;
+	ck_assert_ptr_null(pc_connect(NULL, "x", 1, -1, 10, NULL));
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(pc_app_attach(NULL, 0), -EINVAL);
+	ck_assert_int_eq(pc_app_detach(NULL), -EINVAL);
+	ck_assert_int_eq(pc_app_poll(NULL, msgs, 1), -EINVAL);
+	ck_assert_uint_eq(pc_engine_for_each_conn(NULL, NULL, NULL), 0);
+	pc_engine_destroy(NULL);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("params");
@@ -123,6 +148,7 @@ int main(void)
 	tcase_add_test(tc, test_device_params_size);
 	tcase_add_test(tc, test_contract_checks);
 	tcase_add_test(tc, test_pool_size);
+	tcase_add_test(tc, test_null_engine);
 	suite_add_tcase(s, tc);
 	return pc_test_run(s);
 }

@@ -921,6 +921,9 @@ int pc_listen(struct pc_engine *e, const char *addr, uint16_t port)
 	struct rdma_addrinfo *res;
 	int ret;
 
+	if (!e)
+		return set_error(-EINVAL, "pc_listen: no engine");
+
 	/* held across the setup: a second pc_listen() waits, then finds this one */
 	pthread_mutex_lock(&e->listen_lock);
 	if (e->listen_id) {
@@ -960,6 +963,9 @@ int pc_listen_stop(struct pc_engine *e)
 {
 	struct rdma_cm_id *id;
 
+	if (!e)
+		return set_error(-EINVAL, "pc_listen_stop: no engine");
+
 	pthread_mutex_lock(&e->listen_lock);
 	id = e->listen_id;
 	e->listen_id = NULL;
@@ -976,6 +982,9 @@ uint16_t pc_listen_port(struct pc_engine *e)
 {
 	uint16_t port;
 
+	if (!e)
+		return 0;
+
 	pthread_mutex_lock(&e->listen_lock);
 	port = e->listen_id ? e->listen_port : 0;
 	pthread_mutex_unlock(&e->listen_lock);
@@ -990,6 +999,11 @@ struct pc_conn *pc_connect(struct pc_engine *e, const char *addr, uint16_t port,
 	struct conn *c;
 	int ret;
 
+	if (!e || !addr) {
+		set_error(-EINVAL, "pc_connect: no engine or no address");
+		errno = EINVAL;
+		return NULL;
+	}
 	ret = resolve(addr, port, false, &res);
 	if (ret) {
 		errno = -ret;

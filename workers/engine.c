@@ -461,7 +461,7 @@ unsigned int pc_engine_for_each_conn(struct pc_engine *e, void (*fn)(struct pc_c
 {
 	struct visit v = { fn, arg };
 
-	return e->conns ? walk(e, &v) : 0;
+	return e && fn && e->conns ? walk(e, &v) : 0;
 }
 
 static void visit_close(struct pc_conn *c, void *arg)
@@ -602,12 +602,12 @@ void pc_conn_info(const struct pc_conn *pconn, struct pc_conn_info *info)
 
 const char *pc_stats_segment(const struct pc_engine *e)
 {
-	return e->seg.base ? e->seg.name : NULL;
+	return e && e->seg.base ? e->seg.name : NULL;
 }
 
 unsigned int pc_engine_nworkers(const struct pc_engine *e)
 {
-	return e->nworkers;
+	return e ? e->nworkers : 0;
 }
 
 struct pc_worker *pc_engine_worker(struct pc_engine *e, unsigned int idx)
@@ -635,16 +635,19 @@ static_assert(sizeof(struct pc_worker_stats) ==
 
 int pc_engine_stats(const struct pc_engine *e, unsigned int idx, struct pc_worker_stats *st)
 {
-	if (idx >= e->nworkers)
+	if (!e || !st || idx >= e->nworkers)
 		return -EINVAL;
 	worker_sample(&e->workers[idx], st);
 	return 0;
 }
 
-void pc_engine_print_stats(const struct pc_engine *e, FILE *f)
+int pc_engine_print_stats(const struct pc_engine *e, FILE *f)
 {
 	struct pc_worker_stats s;
 	unsigned int i;
+
+	if (!e || !f)
+		return -EINVAL;
 
 	for (i = 0; i < e->nworkers; i++) {
 		pc_engine_stats(e, i, &s);
@@ -667,6 +670,7 @@ void pc_engine_print_stats(const struct pc_engine *e, FILE *f)
 			(unsigned long long)s.credit_piggybacks, (unsigned long long)s.sleeps,
 			(double)s.sleep_ns / 1e6, (unsigned long long)s.wc_errors, s.rx_held);
 	}
+	return 0;
 }
 
 int pc_engine_info(const struct pc_engine *e, struct pc_engine_info *info)

@@ -383,6 +383,9 @@ int pc_app_attach(struct pc_engine *e, unsigned int idx)
 	int expected = 0;
 	unsigned int i;
 
+	if (!e)
+		return set_error(-EINVAL, "pc_app_attach: no engine");
+
 	if (app_slot(e) >= 0)
 		return set_error(-EALREADY, "this thread is already attached to slot %d",
 				    app_slot(e));
@@ -410,7 +413,11 @@ int pc_app_attach(struct pc_engine *e, unsigned int idx)
 
 int pc_app_detach(struct pc_engine *e)
 {
-	int i = app_binding_of(e);
+	int i;
+
+	if (!e)
+		return set_error(-EINVAL, "pc_app_detach: no engine");
+	i = app_binding_of(e);
 
 	if (i >= 0) {
 		int slot = app_binding[i].slot;
@@ -450,9 +457,12 @@ static unsigned int run_completions(struct pc_msg **msgs, unsigned int from, uns
 
 int pc_app_poll(struct pc_engine *e, struct pc_msg **msgs, unsigned int n)
 {
-	int slot = app_slot(e);
 	unsigned int got = 0, i, k;
+	int slot;
 
+	if (pc_unlikely(!e))
+		return set_error(-EINVAL, "pc_app_poll: no engine");
+	slot = app_slot(e);
 	if (pc_unlikely(slot < 0))
 		return set_error(-EPERM, "pc_app_poll: this thread is not attached (pc_app_attach())");
 	if (pc_unlikely(e->p.handoff != PC_HANDOFF_RING))

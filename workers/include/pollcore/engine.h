@@ -707,7 +707,7 @@ PC_API void pc_engine_destroy(struct pc_engine *e);
  * An application thread, not a worker; a second pc_listen() on another
  * thread waits for this one.
  *
- * Return: 0; -EALREADY when @e listens already; -EADDRNOTAVAIL when
+ * Return: 0; -EINVAL without @e; -EALREADY when @e listens already; -EADDRNOTAVAIL when
  * @addr:@port does not resolve or is not local; -EADDRINUSE when the port
  * is taken; another errno of rdma_cm's, passed on (-EIO when it sets
  * none).
@@ -752,7 +752,8 @@ PC_API int pc_listen_stop(struct pc_engine *e);
  * until its pc_conn_put(), past DOWN and past pc_engine_destroy().
  *
  * Return: the connection (PC_CONN_UP has been delivered), or NULL with
- * errno set and pc_last_error() saying why: EADDRNOTAVAIL (@addr does not
+ * errno set and pc_last_error() saying why: EINVAL (no @e or @addr),
+ * EADDRNOTAVAIL (@addr does not
  * resolve), ETIMEDOUT (not established within @timeout_ms), ECONNREFUSED
  * (the server rejected it, saying why, or nothing listens there),
  * EHOSTUNREACH, ENETUNREACH (no path to the peer), ECONNABORTED,
@@ -1162,7 +1163,8 @@ PC_API int pc_app_attach(struct pc_engine *e, unsigned int idx);
  * pc_app_poll(). Detach once your calls have ended and you took your
  * messages; not from inside a completion.
  *
- * Return: 0; -EPERM when the thread is not attached to @e.
+ * Return: 0; -EINVAL without @e; -EPERM when the thread is not attached
+ * to @e.
  */
 PC_API int pc_app_detach(struct pc_engine *e);
 
@@ -1348,7 +1350,7 @@ struct pc_worker_stats {
  * critical section; registers the calling thread with urcu-qsbr for the
  * walk if it is not registered already.
  *
- * Return: the number of connections visited.
+ * Return: the number of connections visited (0 without @e or @fn).
  */
 PC_API unsigned int pc_engine_for_each_conn(struct pc_engine *e,
 					    void (*fn)(struct pc_conn *c, void *arg), void *arg);
@@ -1357,7 +1359,7 @@ PC_API unsigned int pc_engine_for_each_conn(struct pc_engine *e,
  * pc_engine_nworkers - number of workers.
  * @e: engine.
  *
- * Return: the count.
+ * Return: the count (0 without @e).
  */
 PC_API unsigned int pc_engine_nworkers(const struct pc_engine *e);
 
@@ -1369,7 +1371,7 @@ PC_API unsigned int pc_engine_nworkers(const struct pc_engine *e);
  *
  * Any thread.
  *
- * Return: 0 or -EINVAL.
+ * Return: 0, or -EINVAL (no @e or @st, or no worker @worker).
  */
 PC_API int pc_engine_stats(const struct pc_engine *e, unsigned int worker,
 			   struct pc_worker_stats *st);
@@ -1380,8 +1382,11 @@ PC_API int pc_engine_stats(const struct pc_engine *e, unsigned int worker,
  * @f: stream, e.g. stdout.
  *
  * Any thread (stats are relaxed snapshots).
+ *
+ * Return: 0, or -EINVAL without @e or @f (an engine that could not be
+ * created prints nothing, and nothing crashes).
  */
-PC_API void pc_engine_print_stats(const struct pc_engine *e, FILE *f);
+PC_API int pc_engine_print_stats(const struct pc_engine *e, FILE *f);
 
 #ifdef __cplusplus
 }
