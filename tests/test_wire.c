@@ -182,6 +182,47 @@ START_TEST(test_cm_max_large)
 }
 END_TEST
 
+/* The features word: ours says PC_CM_FEATURES; older layouts and a cut word read as none. */
+START_TEST(test_cm_features)
+{
+	struct wire_cm_priv p, out;
+	size_t len;
+
+	wire_cm_fill(&p, 0, 64, 8, 1, 4096);
+	p.max_large = 16u << 20;
+	ck_assert_uint_eq(p.features, PC_CM_FEATURES);
+	ck_assert(p.features & PC_CM_FEAT_ABORT);
+	ck_assert_int_eq(wire_cm_parse("dev0", &p, sizeof(p), &out), 1);
+	ck_assert_uint_eq(out.features, PC_CM_FEATURES);
+	/* the 32-byte layout (max_large, no features), and every cut of the word */
+	for (len = offsetof(struct wire_cm_priv, features); len < sizeof(p); len++) {
+		memset(&out, 0x5a, sizeof(out));
+		ck_assert_int_eq(wire_cm_parse("dev0", &p, len, &out), 1);
+		ck_assert_uint_eq(out.features, 0);
+		ck_assert_uint_eq(out.max_large, 16u << 20);
+	}
+	/* the 28-byte layout: neither */
+	memset(&out, 0x5a, sizeof(out));
+	ck_assert_int_eq(wire_cm_parse("dev0", &p, 28, &out), 1);
+	ck_assert_uint_eq(out.features, 0);
+	ck_assert_uint_eq(out.max_large, 0);
+}
+END_TEST
+
+/* WIRE_ABORT is a type of the header; above it, none. */
+START_TEST(test_hdr_abort_type)
+{
+	uint8_t buf[WIRE_HDR_LEN + 16] = { 0 };
+	struct wire_hdr h;
+
+	wire_hdr_fill((struct wire_hdr *)(void *)buf, WIRE_ABORT, 16, 0, 3);
+	ck_assert_int_eq(wire_hdr_parse(buf, sizeof(buf), &h), 0);
+	ck_assert_uint_eq(h.type, WIRE_ABORT);
+	wire_hdr_fill((struct wire_hdr *)(void *)buf, WIRE_ABORT + 1, 16, 0, 3);
+	ck_assert_int_eq(wire_hdr_parse(buf, sizeof(buf), &h), -EPROTO);
+}
+END_TEST
+
 START_TEST(test_rndv_descriptor)
 {
 	struct wire_rndv d = { .inner = WIRE_REQUEST, .rkey = 0x77, .addr = 0x1000,
@@ -332,6 +373,8 @@ int main(void)
 	tcase_add_test(tc, test_cm_roundtrip);
 	tcase_add_test(tc, test_cm_raw_peers);
 	tcase_add_test(tc, test_cm_max_large);
+	tcase_add_test(tc, test_cm_features);
+	tcase_add_test(tc, test_hdr_abort_type);
 	tcase_add_test(tc, test_rndv_descriptor);
 	tcase_add_test(tc, test_cm_invalid);
 	tcase_add_test(tc, test_cm_reject);

@@ -113,12 +113,20 @@ static void cm_as_received(const uint8_t *data, size_t size)
 	}
 	PROP(ret == want, "%zu bytes: parser says %d, the format says %d", size, ret, want);
 	if (ret == 1) {
-		/* max_large may be missing (the 28-byte layout) or cut short: read as 0 */
-		PROP(memcmp(&out, data, size < sizeof(out) ? offsetof(struct wire_cm_priv, max_large)
-							   : sizeof(out)) == 0,
-		     "private data not copied verbatim");
-		PROP(size >= sizeof(out) || out.max_large == 0, "missing max_large read as %u",
-		     out.max_large);
+		/*
+		 * Older layouts end after window (28 bytes) or max_large (32): a
+		 * field missing or cut short reads as 0, whole fields verbatim.
+		 */
+		size_t whole = size >= sizeof(out) ? sizeof(out)
+			       : size >= offsetof(struct wire_cm_priv, features)
+				       ? offsetof(struct wire_cm_priv, features)
+				       : offsetof(struct wire_cm_priv, max_large);
+
+		PROP(memcmp(&out, data, whole) == 0, "private data not copied verbatim");
+		PROP(whole > offsetof(struct wire_cm_priv, max_large) || out.max_large == 0,
+		     "missing max_large read as %u", out.max_large);
+		PROP(whole == sizeof(out) || out.features == 0, "missing features read as 0x%x",
+		     out.features);
 		PROP(out.magic == PC_CM_MAGIC, "magic 0x%x", out.magic);
 		PROP(out.window >= 1 && out.window <= WIRE_MAX_CREDITS, "window %u", out.window);
 		PROP(out.credits <= out.window, "credits %u over window %u", out.credits, out.window);

@@ -33,7 +33,11 @@ SEEDS = {
     'hdr-response-8': msg(2, b'reply!!!', req_id=0x1122334455667788),
     'hdr-flags-set': msg(1, b'x' * 8, req_id=7, flags=0x80),
     'hdr-bad-magic': msg(0, b'y' * 8, magic=0x51),
-    'hdr-bad-type': msg(3, b'z' * 8),
+    'hdr-rndv-32': msg(3, struct.pack('<B3xIQQII', 1, 0x99, 0x7F0012345000, 7, 70000, 0), req_id=9),
+    'hdr-done-16': msg(4, struct.pack('<QiI', 7, 0, 0)),
+    'hdr-abort-16': msg(5, struct.pack('<QiI', 7, 0, 0)),
+    'hdr-abort-status-set': msg(5, struct.pack('<QiI', 7, -125, 0)),
+    'hdr-bad-type': msg(6, b'z' * 8),
     'hdr-type-ff': msg(0xFF, b''),
     'hdr-len-long': hdr(0, 100, 0) + b'w' * 8,
     'hdr-len-short': hdr(0, 4, 0) + b'v' * 8,
@@ -57,6 +61,11 @@ SEEDS = {
     'cm-short-24-old-layout': cm(64, 0x1000, 0x1234, 4096)[:24],
     'cm-short-8-padded': cm(64, 0, 0, 0)[:8].ljust(56, b'\0'),
     'cm-other-magic': cm(64, 0x1000, 0x1234, 4096, magic=0x50434D31),
+    # max_large (rendezvous to 16 MiB), then the features word (WIRE_ABORT understood)
+    'cm-32-max-large': cm(0, 0x7F0012345000, 0x1234, 4096) + struct.pack('<I', 16 << 20),
+    'cm-36-features': cm(0, 0x7F0012345000, 0x1234, 4096) + struct.pack('<II', 16 << 20, 1),
+    'cm-features-cut-34': (cm(0, 0x7F0012345000, 0x1234, 4096) +
+                           struct.pack('<II', 16 << 20, 1))[:34],
 }
 
 
