@@ -212,14 +212,14 @@ END_TEST
 /* WIRE_ABORT is a type of the header; above it, none. */
 START_TEST(test_hdr_abort_type)
 {
-	uint8_t buf[WIRE_HDR_LEN + 16] = { 0 };
+	uint8_t m[WIRE_HDR_LEN + 16] = { 0 };
 	struct wire_hdr h;
 
-	wire_hdr_fill((struct wire_hdr *)(void *)buf, WIRE_ABORT, 16, 0, 3);
-	ck_assert_int_eq(wire_hdr_parse(buf, sizeof(buf), &h), 0);
+	wire_hdr_fill((struct wire_hdr *)(void *)m, WIRE_ABORT, 16, 0, 3);
+	ck_assert_int_eq(wire_hdr_parse(m, sizeof(m), &h), 0);
 	ck_assert_uint_eq(h.type, WIRE_ABORT);
-	wire_hdr_fill((struct wire_hdr *)(void *)buf, WIRE_ABORT + 1, 16, 0, 3);
-	ck_assert_int_eq(wire_hdr_parse(buf, sizeof(buf), &h), -EPROTO);
+	wire_hdr_fill((struct wire_hdr *)(void *)m, WIRE_ABORT + 1, 16, 0, 3);
+	ck_assert_int_eq(wire_hdr_parse(m, sizeof(m), &h), -EPROTO);
 }
 END_TEST
 
