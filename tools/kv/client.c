@@ -8,17 +8,10 @@
  * key travels on one connection, chosen by its hash, so that its requests
  * reach the server in the order they were made, those whose calls ended
  * early included (one QP is in order; server.c keeps that order through
- * its handoffs). A key has at most one call in flight, so the client knows
- * what the server holds: every PUT writes the key's next version, whose
- * value is derived from (key, version), and every GET is checked, version
- * and bytes, against it (calls.c).
- *
- * A call that ends without its response (deadline, cancel, close) leaves
- * its PUT or DEL maybe applied, maybe not: the key is uncertain until its
- * next response, which may then show the state before or after any of
- * those calls, never an older version. Every --cancel-every'th GET is
- * cancelled right after it is made (pc_call_cancel()), so that calls end
- * each way; a cancel that comes after the response changes nothing.
+ * its handoffs); a key has at most one call in flight. model.c checks
+ * every answer. Every --cancel-every'th GET is cancelled right after it is
+ * made (pc_call_cancel()), so that calls end each way; a cancel that comes
+ * after the response changes nothing.
  *
  * Every call completes exactly once, inside pc_app_poll() on this thread:
  * ops (answered) + timeouts + cancelled + errors == calls, which --json
@@ -32,6 +25,8 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -39,11 +34,155 @@
 #define MAX_DEPTH (2 * PC_WINDOW_DEFAULT)
 #define DRAIN_S	  30u /* calls without a deadline: give up waiting after this long */
 
+struct cconn {
+	struct client *cl;
+	struct pc_conn *conn;
+	uint32_t *keys; /* the key indexes this connection carries */
+	uint32_t nkeys, inflight;
+	uint64_t rng;
+	bool dead; /* closed: no more calls on it */
+};
+
+struct client {
+	uint32_t nconns, depth, timeout_ms, nkeys, cancel_every;
+	uint64_t salt; /* keys are salt + index: a new set each run */
+	struct key_state *ks;
+	struct cconn *cc;
+	uint64_t calls, ops, gets, puts, dels, mismatches, errors, timeouts, cancelled;
+	uint64_t cancels, cancel_fail, duplicates, refused, unexpected, allocs, enobufs;
+	uint64_t eagain, inflight; /* eagain: pc_call() refused for max_calls (never, below it) */
+	char first_err[256];
+	atomic_uint downs;
+};
+
 static volatile sig_atomic_t interrupted;
 
 static void on_signal(int sig)
 {
 	interrupted = sig;
+}
+
+static void note(struct client *cl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(struct client *cl, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (cl->first_err[0])
+		return;
+	va_start(ap, fmt);
+	vsnprintf(cl->first_err, sizeof(cl->first_err), fmt, ap);
+	va_end(ap);
+}
+
+static uint64_t rnd(uint64_t *s)
+{
+	*s += 0x9e3779b97f4a7c15ull;
+	return kv_mix(*s);
+}
+
+/* The completion of every call, exactly once: inside pc_app_poll(), on this thread. */
+static void kv_done(struct pc_msg *m, int status, void *arg)
+{
+	struct key_state *k = arg;
+	struct client *cl = k->x->cl;
+	uint64_t key = cl->salt + (uint64_t)(k - cl->ks);
+	char why[200];
+
+	if (!k->op) {
+		cl->duplicates++;
+		note(cl, "a call completed twice (status %d)", status);
+	} else if (!status) {
+		switch (kv_answer(k, key, m, why, sizeof(why))) {
+		case KV_RIGHT:
+			cl->ops++;
+			break;
+		case KV_REFUSED:
+			cl->errors++;
+			note(cl, "%s", why);
+			break;
+		case KV_MISMATCH:
+			cl->ops++;
+			cl->mismatches++;
+			note(cl, "%s", why);
+			break;
+		}
+	} else {
+		cl->timeouts += status == -ETIMEDOUT;
+		cl->cancelled += status == -ECANCELED;
+		if (status != -ETIMEDOUT && status != -ECANCELED) {
+			cl->errors++;
+			note(cl, "a call ended with %s", strerror(-status));
+		}
+		if (!kv_unanswered(k, key, m)) {
+			cl->mismatches++;
+			note(cl, "a failed call gave back a request that is not the one sent");
+		}
+	}
+	if (k->op) {
+		k->op = 0;
+		k->x->inflight--;
+		cl->inflight--;
+	}
+	pc_msg_release(m);
+}
+
+/* Makes one call on @x; false when @x can take no more now. */
+static bool kv_issue(struct client *cl, struct cconn *x)
+{
+	struct key_state *k = NULL;
+	struct pc_msg *m;
+	uint32_t ki = 0, i;
+	uint64_t id;
+	int ret;
+
+	if (x->inflight == cl->depth || !x->nkeys || x->dead)
+		return false;
+	for (i = 0; i < 8; i++) {
+		ki = x->keys[rnd(&x->rng) % x->nkeys];
+		k = &cl->ks[ki];
+		if (!k->op)
+			break;
+	}
+	if (k->op)
+		return false; /* unlucky; another turn */
+	cl->allocs++;
+	m = pc_msg_alloc(x->conn);
+	if (!m) {
+		/* ENOBUFS: the slot's stock of send buffers is empty; calls ending fill it */
+		cl->enobufs += errno == ENOBUFS;
+		if (errno != ENOBUFS) {
+			cl->refused++;
+			note(cl, "pc_msg_alloc: %s", strerror(errno));
+			x->dead = true;
+		}
+		return false;
+	}
+	kv_request(k, cl->salt + ki, (uint32_t)(rnd(&x->rng) % 100), m);
+	/* beyond the window the call waits in the engine, its deadline running: never refused */
+	ret = pc_call(m, kv_done, k, (uint64_t)cl->timeout_ms * 1000, &id);
+	if (ret) {
+		cl->eagain += ret == -EAGAIN;
+		cl->refused++;
+		note(cl, "pc_call: %s (%s)", strerror(-ret), pc_last_error());
+		x->dead = ret == -ENOTCONN;
+		k->op = 0;
+		if (ret != -ENOTCONN)
+			pc_msg_release(m);
+		return false;
+	}
+	cl->calls++;
+	cl->inflight++;
+	x->inflight++;
+	cl->gets += k->op == KV_GET;
+	cl->puts += k->op == KV_PUT;
+	cl->dels += k->op == KV_DEL;
+	if (k->op == KV_GET && cl->cancel_every && cl->gets % cl->cancel_every == 0) {
+		/* on purpose: it ends -ECANCELED, or answered if the response won */
+		ret = pc_call_cancel(x->conn, id);
+		cl->cancels += !ret;
+		cl->cancel_fail += !!ret;
+	}
+	return true;
 }
 
 static void cli_on_conn(struct pc_conn *conn, enum pc_conn_event ev, void *arg)
@@ -57,29 +196,24 @@ static void cli_on_conn(struct pc_conn *conn, enum pc_conn_event ev, void *arg)
 
 static int setup(struct client *cl)
 {
-	uint32_t i, n;
+	uint32_t i;
 
 	cl->ks = calloc(cl->nkeys, sizeof(*cl->ks));
 	cl->cc = calloc(cl->nconns, sizeof(*cl->cc));
 	if (!cl->ks || !cl->cc)
 		return -1;
 	for (i = 0; i < cl->nconns; i++) {
-		struct cconn *x = &cl->cc[i];
-
-		x->cl = cl;
-		x->rng = cl->salt + i;
-		x->fl = calloc(cl->depth, sizeof(*x->fl));
-		x->free_fl = calloc(cl->depth, sizeof(*x->free_fl));
-		x->keys = calloc(cl->nkeys, sizeof(*x->keys));
-		if (!x->fl || !x->free_fl || !x->keys)
+		cl->cc[i].cl = cl;
+		cl->cc[i].rng = cl->salt + i;
+		cl->cc[i].keys = calloc(cl->nkeys, sizeof(uint32_t));
+		if (!cl->cc[i].keys)
 			return -1;
-		for (n = 0; n < cl->depth; n++)
-			x->free_fl[x->nfree++] = n;
 	}
 	/* each key on the connection its hash picks (server.c says why) */
 	for (i = 0; i < cl->nkeys; i++) {
 		struct cconn *x = &cl->cc[kv_mix(cl->salt + i) % cl->nconns];
 
+		cl->ks[i].x = x;
 		x->keys[x->nkeys++] = i;
 	}
 	return 0;
@@ -91,8 +225,6 @@ static void teardown(struct client *cl)
 
 	for (i = 0; cl->cc && i < cl->nconns; i++) {
 		pc_conn_put(cl->cc[i].conn); /* valid past pc_engine_destroy() */
-		free(cl->cc[i].fl);
-		free(cl->cc[i].free_fl);
 		free(cl->cc[i].keys);
 	}
 	free(cl->cc);

@@ -1,58 +1,36 @@
 /* SPDX-License-Identifier: MIT */
-/* tools/kv/client.h - pollcore-kv client's state, shared by client.c and calls.c. */
+/* tools/kv/client.h - pollcore-kv client: the key-value logic (model.c) for the plumbing (client.c). */
 #ifndef TOOLS_KV_CLIENT_H
 #define TOOLS_KV_CLIENT_H
 
-#include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <pollcore/engine.h>
 
+struct cconn;
+
+/* What the server must hold for one key, and the call in flight on it. */
 struct key_state {
 	uint32_t base;	 /* version the server is known to hold; 0: absent */
 	uint32_t floor;	 /* the newest version made before base was known */
 	uint32_t maxver; /* the newest version made */
-	bool busy;	 /* a call on it is in flight */
+	uint32_t ver;	 /* the PUT in flight: its version */
+	uint8_t op;	 /* the call in flight (enum kv_op); 0: none */
 	bool uncertain;	 /* a PUT or DEL ended without its response since */
 	bool unc_del;	 /* one of those was a DEL */
+	struct cconn *x; /* the connection the key travels on */
 };
 
-struct cconn;
+enum kv_verdict { KV_RIGHT, KV_REFUSED, KV_MISMATCH };
 
-struct flight {
-	struct cconn *x;
-	uint32_t key; /* index into the client's keys */
-	uint32_t ver; /* PUT: the version written */
-	uint8_t op;
-	bool busy;
-};
-
-struct cconn {
-	struct client *cl;
-	struct pc_conn *conn;
-	struct flight *fl;
-	uint32_t *free_fl; /* stack of free flights */
-	uint32_t nfree;
-	uint32_t *keys; /* the key indexes this connection carries */
-	uint32_t nkeys;
-	uint64_t rng;
-	bool dead; /* closed: no more calls on it */
-};
-
-struct client {
-	uint32_t nconns, depth, timeout_ms, nkeys, cancel_every;
-	uint64_t salt; /* keys are salt + index: a new set each run */
-	struct key_state *ks;
-	struct cconn *cc;
-	uint64_t calls, ops, gets, puts, dels, mismatches, errors, timeouts, cancelled;
-	uint64_t cancels, cancel_fail, duplicates, refused, unexpected, allocs, enobufs;
-	uint64_t eagain, inflight; /* eagain: pc_call() refused for max_calls (never, below it) */
-	char first_err[256];
-	atomic_uint downs;
-};
-
-/* calls.c: makes one call on @x; false when @x can take no more now */
-bool kv_issue(struct client *cl, struct cconn *x);
+/* Writes a request on @k into @m: r < 50 a GET, < 85 a PUT, else a DEL. */
+void kv_request(struct key_state *k, uint64_t key, uint32_t r, struct pc_msg *m);
+/* Checks the response @m to @k's call; on anything but KV_RIGHT, @why says what. */
+enum kv_verdict kv_answer(struct key_state *k, uint64_t key, const struct pc_msg *m, char *why,
+			  size_t n);
+/* @k's call ended unanswered; false when @m is not the request sent. */
+bool kv_unanswered(struct key_state *k, uint64_t key, const struct pc_msg *m);
 
 #endif /* TOOLS_KV_CLIENT_H */
