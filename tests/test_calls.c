@@ -227,10 +227,16 @@ static struct pc_msg *alloc_msg(void)
 	struct pc_msg *m;
 
 	while (!(m = pc_msg_alloc(conn))) {
+		struct pc_msg *msgs[16];
+		int rc;
+
 		if (errno == ENOTCONN)
 			return NULL;
 		ck_assert_int_eq(errno, ENOBUFS);
 		ck_assert(pc_test_now_ms() < end);
+		/* ring mode: buffers come back with the completions, which run in here */
+		rc = pc_app_poll(cli, msgs, 16);
+		ck_assert(rc == 0 || rc == -EINVAL);
 		usleep(100);
 	}
 	return m;
@@ -440,48 +446,42 @@ START_TEST(test_close_completes_each_once)
 }
 END_TEST
 
-/* A peer that never answers: once more than max_unanswered calls wait, the connection closes. */
+/* A peer that never answers: once max_unanswered calls wait, the connection closes. */
 START_TEST(test_unanswered_close)
 {
 	enum { N = 4 };
 	struct call k[N];
-	unsigned int i, made;
-	int rc;
+	unsigned int i, timedout = 0;
+	uint64_t end;
 
 	start(PC_HANDOFF_RING, 8, 2);
 	memset(k, 0, sizeof(k));
 	atomic_store(&srv_hold, true);
 	/*
-	 * On a slow host (sanitizers) the first calls may time out, and the
-	 * connection close, before the last is made: then it is refused.
+	 * A call counts as unanswered only once it was on the wire: the
+	 * deadline leaves every host, however slow, the time to send them
+	 * all, and the server's count shows they all went.
 	 */
-	for (made = 0; made < N; made++) {
-		k[made].pattern = (unsigned char)(0x40 + made);
-		rc = call(&k[made], 32, 20);
-		if (rc == -ENOTCONN)
-			break;
-		ck_assert_int_eq(rc, 0);
+	for (i = 0; i < N; i++) {
+		k[i].pattern = (unsigned char)(0x40 + i);
+		ck_assert_int_eq(call(&k[i], 32, 5000), 0);
 	}
-	ck_assert_uint_ge(made, 2);
-	wait_runs(k, made, true, 30);
-	{
-		unsigned int timedout = 0;
+	end = pc_test_now_ms() + 30000;
+	while (held_count() < N && pc_test_now_ms() < end)
+		usleep(1000);
+	ck_assert_uint_eq(held_count(), N);
+	wait_runs(k, N, true, 30);
+	/* the close may come between two housekeeping turns: the rest end with it */
+	for (i = 0; i < N; i++) {
+		int st = atomic_load(&k[i].status);
 
-		/* the close may come between two housekeeping turns: the rest end with it */
-		for (i = 0; i < made; i++) {
-			int st = atomic_load(&k[i].status);
-
-			ck_assert_msg(st == -ETIMEDOUT || st == -ENOTCONN, "call %u: %d", i, st);
-			timedout += st == -ETIMEDOUT;
-		}
-		ck_assert_uint_ge(timedout, 2);
+		ck_assert_msg(st == -ETIMEDOUT || st == -ENOTCONN, "call %u: %d", i, st);
+		timedout += st == -ETIMEDOUT;
 	}
-	{
-		uint64_t end = pc_test_now_ms() + 30000;
-
-		while (!atomic_load(&cli_down) && pc_test_now_ms() < end)
-			usleep(1000);
-	}
+	ck_assert_uint_ge(timedout, 2);
+	end = pc_test_now_ms() + 30000;
+	while (!atomic_load(&cli_down) && pc_test_now_ms() < end)
+		usleep(1000);
 	ck_assert_uint_eq(atomic_load(&cli_down), 1);
 	ck_assert_msg(strstr(down_why, "calls unanswered"), "DOWN said: %s", down_why);
 	answer_held();
@@ -591,13 +591,66 @@ START_TEST(test_queue_behind_window)
 }
 END_TEST
 
+/*
+ * The host's own lateness, the reference for the engine's: a thread that
+ * sleeps to an absolute time 1 ms ahead, again and again, while a test
+ * waits for its deadlines. On a loaded host (the VM's vCPUs preempted) it
+ * wakes late too, and the engine is judged on what it adds to that. Twice
+ * the reference: a worker that busy-polls shares its vCPU with the test's
+ * threads and is sliced by the scheduler, where a sleeping thread is not.
+ */
+struct sleeper {
+	pthread_t th;
+	atomic_bool stop;
+	unsigned int n;
+	uint64_t late[8192];
+};
+
+static void *sleeper_main(void *arg)
+{
+	struct sleeper *sl = arg;
+
+	while (!atomic_load(&sl->stop) && sl->n < PC_ARRAY_SIZE(sl->late)) {
+		uint64_t due = now_us() + 1000, t;
+		struct timespec ts = {.tv_sec = (time_t)(due / 1000000),
+				      .tv_nsec = (long)(due % 1000000) * 1000};
+
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+			;
+		t = now_us();
+		sl->late[sl->n++] = t > due ? t - due : 0;
+	}
+	return NULL;
+}
+
+static void sleeper_start(struct sleeper *sl)
+{
+	sl->n = 0;
+	atomic_store(&sl->stop, false);
+	ck_assert_int_eq(pthread_create(&sl->th, NULL, sleeper_main, sl), 0);
+}
+
+static int cmp_u64(const void *a, const void *b);
+
+/* Stops @sl; its lateness at the 90th percentile and at most (microseconds). */
+static void sleeper_stop(struct sleeper *sl, uint64_t *p90, uint64_t *max)
+{
+	atomic_store(&sl->stop, true);
+	ck_assert_int_eq(pthread_join(sl->th, NULL), 0);
+	ck_assert_uint_gt(sl->n, 0);
+	qsort(sl->late, sl->n, sizeof(sl->late[0]), cmp_u64);
+	*p90 = sl->late[sl->n * 9 / 10];
+	*max = sl->late[sl->n - 1];
+}
+
 /* A call waiting for the window ends by its deadline or a cancel there, given back at once. */
 START_TEST(test_deadline_cancel_waiting)
 {
 	enum { W = 2 };
 	struct pc_engine_params cp = { .size = sizeof(cp), .window = W, .max_calls = 8 };
 	struct call k[W + 3];
-	uint64_t t, c, l;
+	static struct sleeper ref;
+	uint64_t t, c, l, ref_p90, ref_max;
 	unsigned int i;
 
 	start_with(PC_HANDOFF_RING, &cp, NULL);
@@ -610,6 +663,7 @@ START_TEST(test_deadline_cancel_waiting)
 	while (held_count() < W)
 		usleep(1000);
 	/* behind the full window: one with a deadline, one to cancel, one without either */
+	sleeper_start(&ref);
 	k[W].pattern = 0x31;
 	ck_assert_int_eq(call(&k[W], 48, 30), 0);
 	k[W + 1].pattern = 0x32;
@@ -618,11 +672,12 @@ START_TEST(test_deadline_cancel_waiting)
 	ck_assert_int_eq(call(&k[W + 2], 32, 0), 0);
 	ck_assert_int_eq(pc_call_cancel(conn, k[W + 1].id), 0);
 	wait_runs(&k[W], 2, true, 10);
+	sleeper_stop(&ref, &ref_p90, &ref_max);
 	ck_assert_int_eq(atomic_load(&k[W].status), -ETIMEDOUT);
 	ck_assert_int_eq(atomic_load(&k[W + 1].status), -ECANCELED);
 	ck_assert(k[W].bytes_ok && k[W + 1].bytes_ok);
 	/* on time: it never needed the window */
-	ck_assert_msg(k[W].fired_us - k[W].made_us < 30000 + 20000,
+	ck_assert_msg(k[W].fired_us - k[W].made_us < 30000 + 20000 + ref_max,
 		      "the deadline fired %llu ms after the call",
 		      (unsigned long long)(k[W].fired_us - k[W].made_us) / 1000);
 	ck_assert_uint_eq(atomic_load(&k[W + 2].runs), 0);
@@ -650,7 +705,8 @@ START_TEST(test_deadline_cancel_backlog)
 {
 	struct pc_engine_params sp = { .size = sizeof(sp), .window = 2, .min_window = 2 };
 	struct call k[5];
-	uint64_t t, c, l;
+	static struct sleeper ref;
+	uint64_t t, c, l, ref_p90, ref_max;
 	unsigned int i;
 
 	start_with(PC_HANDOFF_RING, NULL, &sp);
@@ -662,6 +718,7 @@ START_TEST(test_deadline_cancel_backlog)
 	}
 	while (held_count() < 2)
 		usleep(1000);
+	sleeper_start(&ref);
 	k[2].pattern = 0x51;
 	ck_assert_int_eq(call(&k[2], 48, 30), 0);
 	k[3].pattern = 0x52;
@@ -671,10 +728,11 @@ START_TEST(test_deadline_cancel_backlog)
 	usleep(10000);
 	ck_assert_int_eq(pc_call_cancel(conn, k[3].id), 0);
 	wait_runs(&k[2], 2, true, 10);
+	sleeper_stop(&ref, &ref_p90, &ref_max);
 	ck_assert_int_eq(atomic_load(&k[2].status), -ETIMEDOUT);
 	ck_assert_int_eq(atomic_load(&k[3].status), -ECANCELED);
 	ck_assert(k[2].bytes_ok && k[3].bytes_ok);
-	ck_assert_msg(k[2].fired_us - k[2].made_us < 30000 + 20000,
+	ck_assert_msg(k[2].fired_us - k[2].made_us < 30000 + 20000 + ref_max,
 		      "the deadline fired %llu ms after the call",
 		      (unsigned long long)(k[2].fired_us - k[2].made_us) / 1000);
 	/* the server saw only the two it holds */
@@ -729,13 +787,15 @@ static void deadlines_on_time(enum pc_idle idle, const char *what)
 	enum { N = 20 };
 	struct pc_engine_params cp = { .size = sizeof(cp), .idle = idle };
 	static struct call k[N];
-	uint64_t late[N];
+	static struct sleeper ref;
+	uint64_t late[N], ref_p90, ref_max;
 	unsigned int i;
 
 	/* handler mode: the completion, and its clock read, run on the worker itself */
 	start_with(PC_HANDOFF_HANDLER, &cp, NULL);
 	memset(k, 0, sizeof(k));
 	atomic_store(&srv_hold, true);
+	sleeper_start(&ref);
 	for (i = 0; i < N; i++) {
 		k[i].pattern = (unsigned char)i;
 		ck_assert_int_eq(call(&k[i], 32, 2 + 2 * i), 0);
@@ -743,14 +803,19 @@ static void deadlines_on_time(enum pc_idle idle, const char *what)
 		usleep(3000);
 	}
 	wait_runs(k, N, false, 30);
+	sleeper_stop(&ref, &ref_p90, &ref_max);
 	lateness(k, N, late);
-	printf("calls: %s worker: deadlines fired late by p50 %llu us, p90 %llu us, max %llu us\n",
+	printf("calls: %s worker: deadlines fired late by p50 %llu us, p90 %llu us, max %llu us "
+	       "(a sleeping thread woke late by p90 %llu us, max %llu us)\n",
 	       what, (unsigned long long)late[N / 2], (unsigned long long)late[N * 9 / 10],
-	       (unsigned long long)late[N - 1]);
-	ck_assert_msg(late[N - 1] <= LATE_MAX_US, "%s: a deadline fired %llu us late", what,
-		      (unsigned long long)late[N - 1]);
-	ck_assert_msg(late[N / 2] <= LATE_P50_US, "%s: half the deadlines fired %llu us late",
-		      what, (unsigned long long)late[N / 2]);
+	       (unsigned long long)late[N - 1], (unsigned long long)ref_p90,
+	       (unsigned long long)ref_max);
+	fflush(stdout);
+	ck_assert_msg(late[N - 1] <= LATE_MAX_US + 2 * ref_max, "%s: a deadline fired %llu us late",
+		      what, (unsigned long long)late[N - 1]);
+	ck_assert_msg(late[N / 2] <= LATE_P50_US + 2 * ref_p90,
+		      "%s: half the deadlines fired %llu us late", what,
+		      (unsigned long long)late[N / 2]);
 	answer_held();
 	stop();
 }
@@ -798,8 +863,9 @@ static void chain_done(struct pc_msg *m, int status, void *arg)
 
 START_TEST(test_deadline_made_in_completion)
 {
+	static struct sleeper ref;
 	struct pc_msg *m;
-	uint64_t late[1];
+	uint64_t late[1], ref_p90, ref_max;
 	int i;
 
 	start(PC_HANDOFF_HANDLER, 0, 0);
@@ -808,6 +874,7 @@ START_TEST(test_deadline_made_in_completion)
 	memset(chain_k, 0, sizeof(chain_k));
 	atomic_store(&srv_hold, true);
 	/* on the first connection, [1] due in 2 s and [0] in 20 ms, whose completion makes [2] */
+	sleeper_start(&ref);
 	for (i = 1; i >= 0; i--) {
 		m = alloc_msg();
 		ck_assert_ptr_nonnull(m);
@@ -818,10 +885,13 @@ START_TEST(test_deadline_made_in_completion)
 					 NULL), 0);
 	}
 	wait_runs(&chain_k[2], 1, false, 10);
+	sleeper_stop(&ref, &ref_p90, &ref_max);
 	lateness(&chain_k[2], 1, late);
-	printf("calls: a deadline made in a completion fired %llu us late\n",
-	       (unsigned long long)late[0]);
-	ck_assert_msg(late[0] <= LATE_MAX_US, "it fired %llu us late (with the 2 s one?)",
+	printf("calls: a deadline made in a completion fired %llu us late (a sleeping thread "
+	       "woke late by at most %llu us)\n",
+	       (unsigned long long)late[0], (unsigned long long)ref_max);
+	fflush(stdout);
+	ck_assert_msg(late[0] <= LATE_MAX_US + ref_max, "it fired %llu us late (with the 2 s one?)",
 		      (unsigned long long)late[0]);
 	ck_assert_uint_eq(atomic_load(&chain_k[1].runs), 0);
 	wait_runs(chain_k, 2, false, 10);
