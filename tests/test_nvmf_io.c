@@ -284,6 +284,54 @@ START_TEST(test_flush_zeroes_dsm)
 }
 END_TEST
 
+/* a write-protected namespace: what changes blocks is refused, the rest runs */
+START_TEST(test_write_protect)
+{
+	struct nvme_sqe s, f = t_sqe(NVME_ADM_SET_FEATURES, 0x90);
+	struct nvme_cqe c;
+	uint8_t ranges[16] = {0};
+
+	f.nsid = 1;
+	f.cdw10 = NVME_FEAT_WRITE_PROTECT;
+	f.cdw11 = NVME_WP_ON;
+	ck_assert_uint_eq(t_status(adm, &f, NULL), 0);
+	memset(host, 0x11, 4096);
+	memset(t_disks[0].mem, 0x22, 4096);
+	s = rw(NVME_IO_WRITE, 1, 0, 8, 4096);
+	ck_assert_uint_eq(st(&s), DNR(NVME_SC_NS_WRITE_PROTECTED));
+	s = rw(NVME_IO_WRITE, 1, 0, 1, 0);
+	t_incapsule(&s, 0, 512);
+	ck_assert_int_eq(t_exec(io, 0, &s, host, 512, &c), NVMF_ACT_COMPLETE);
+	ck_assert_uint_eq(nvme_cqe_sf(&c), DNR(NVME_SC_NS_WRITE_PROTECTED));
+	ck_assert_uint_eq(t_disks[0].mem[0], 0x22);
+	s = rw(NVME_IO_WRITE_ZEROES, 1, 0, 8, 0);
+	ck_assert_uint_eq(st(&s), DNR(NVME_SC_NS_WRITE_PROTECTED));
+	ck_assert_int_eq(t_disks[0].zeroes, 0);
+	s = t_sqe(NVME_IO_DSM, 0x101);
+	s.nsid = 1;
+	s.cdw11 = NVME_DSM_AD;
+	t_keyed(&s, ranges, 16);
+	ck_assert_uint_eq(st(&s), DNR(NVME_SC_NS_WRITE_PROTECTED));
+	s.cdw11 = NVME_DSM_IDR; /* a hint changes nothing */
+	ck_assert_uint_eq(st(&s), 0);
+	s = rw(NVME_IO_READ, 1, 0, 8, 4096);
+	ck_assert_uint_eq(st(&s), 0);
+	ck_assert_uint_eq(host[0], 0x22);
+	s = t_sqe(NVME_IO_FLUSH, 0x102);
+	s.nsid = 1;
+	ck_assert_uint_eq(st(&s), 0);
+	/* the other namespace writes; so does this one once unprotected */
+	s = rw(NVME_IO_WRITE, 2, 0, 1, 4096);
+	ck_assert_uint_eq(st(&s), 0);
+	f.cdw11 = NVME_WP_NONE;
+	ck_assert_uint_eq(t_status(adm, &f, NULL), 0);
+	memset(host, 0x11, 4096);
+	s = rw(NVME_IO_WRITE, 1, 0, 8, 4096);
+	ck_assert_uint_eq(st(&s), 0);
+	ck_assert_uint_eq(t_disks[0].mem[0], 0x11);
+}
+END_TEST
+
 START_TEST(test_backend_errors_smart)
 {
 	static const struct {
@@ -470,6 +518,7 @@ TCase *t_io_tcase(void)
 	tcase_add_test(tc, test_sgl_types);
 	tcase_add_test(tc, test_opcodes);
 	tcase_add_test(tc, test_flush_zeroes_dsm);
+	tcase_add_test(tc, test_write_protect);
 	tcase_add_test(tc, test_backend_errors_smart);
 	tcase_add_test(tc, test_fuzz);
 	tcase_set_timeout(tc, 300);

@@ -503,11 +503,19 @@ START_TEST(test_identify)
 	ck_assert_uint_eq(id.cntlid, cntlid);
 	ck_assert_uint_eq(id.ver, 0x10300);
 	ck_assert_uint_eq(id.cntrltype, NVME_CTRL_IO);
-	ck_assert_uint_eq(id.cmic, 2);
+	ck_assert_uint_eq(id.cmic, 0x0a); /* several controllers, ANA reporting */
 	ck_assert_uint_eq(id.oaes, 1u << 8);
 	ck_assert_uint_eq(id.aerl, 3);
 	ck_assert_uint_eq(id.elpe, NVMF_ERR_LOG_LEN - 1);
-	ck_assert_uint_eq(id.lpa, 4);
+	ck_assert_uint_eq(id.lpa, 0x06); /* effects log, extended data; no per-NS SMART */
+	ck_assert_uint_eq(id.frmw, 0x03); /* one slot, read-only */
+	ck_assert_uint_eq(id.anatt, 10);
+	ck_assert_uint_eq(id.anacap, 0x01); /* Optimized reported */
+	ck_assert_uint_eq(id.anagrpmax, 1);
+	ck_assert_uint_eq(id.nanagrpid, 1);
+	ck_assert_uint_eq(id.mnan, 2);
+	ck_assert_uint_eq(id.nwpc, 1);
+	ck_assert_uint_eq(id.npss, 0);
 	ck_assert_uint_eq(id.kas, 10);
 	ck_assert_uint_eq(id.sqes, 0x66);
 	ck_assert_uint_eq(id.cqes, 0x44);
@@ -534,6 +542,9 @@ START_TEST(test_identify)
 	ck_assert_uint_eq(ns.lbaf[0].ms, 0);
 	ck_assert_uint_eq(ns.dlfeat, 0x09);
 	ck_assert_uint_eq(nvme_u128_low(ns.nvmcap), T_NS1_BLOCKS * 512);
+	ck_assert_uint_eq(ns.anagrpid, 1);
+	ck_assert_uint_eq(ns.nsattr, 0);
+	ck_assert_uint_eq(((uint8_t *)&ns)[92], 1); /* ANAGRPID's byte */
 	ck_assert_uint_eq(identify(q, NVME_CNS_NS, 2, &ns2, 4096), 0);
 	ck_assert_uint_eq(ns2.nsze, T_NS2_BLOCKS);
 	ck_assert_uint_eq(ns2.lbaf[0].lbads, 12);
@@ -563,6 +574,18 @@ START_TEST(test_identify)
 	ck_assert_uint_eq(desc[25], 0); /* the list ends */
 	ck_assert_uint_eq(identify(q, NVME_CNS_NS_DESC_LIST, 9, desc, 4096), DNR(NVME_SC_INVALID_NS));
 
+	/* the NVM command set's Identify Controller: all zero; no other set's */
+	ck_assert_uint_eq(identify(q, NVME_CNS_CS_CTRL, 0, desc, 4096), 0);
+	for (int i = 0; i < 4096; i++)
+		ck_assert_uint_eq(desc[i], 0);
+	{
+		struct nvme_sqe zns = t_sqe(NVME_ADM_IDENTIFY, 0x41);
+
+		zns.cdw10 = NVME_CNS_CS_CTRL;
+		zns.cdw11 = 2u << 24; /* CSI: Zoned Namespace */
+		t_keyed(&zns, desc, 4096);
+		ck_assert_uint_eq(t_status(q, &zns, NULL), DNR(NVME_SC_INVALID_FIELD));
+	}
 	ck_assert_uint_eq(identify(q, 0x05, 1, desc, 4096), DNR(NVME_SC_INVALID_FIELD));
 	ck_assert_uint_eq(identify(q, 0x10, 0, desc, 4096), DNR(NVME_SC_INVALID_FIELD));
 	ck_assert_uint_eq(identify(q, NVME_CNS_CTRL, 0, &id, 4095), DNR(NVME_SC_SGL_DATA_LEN));
@@ -577,6 +600,10 @@ START_TEST(test_identify)
 	ck_assert_uint_eq(id.cntlid, cntlid);
 	ck_assert_uint_eq(id.nn, 0);
 	ck_assert_uint_eq(id.oaes, 1u << 31);
+	ck_assert_uint_eq(id.lpa, 0x04); /* the discovery log only */
+	ck_assert_uint_eq(id.frmw, 0);
+	ck_assert_uint_eq(id.cmic, 0);
+	ck_assert_uint_eq(id.mnan, 0);
 	ck_assert_uint_eq(identify(q, NVME_CNS_NS, 1, &ns, 4096), DNR(NVME_SC_INVALID_FIELD));
 	t_queue_free(q);
 }
@@ -584,20 +611,28 @@ END_TEST
 
 /* ---- log pages ------------------------------------------------------------------ */
 
-static uint16_t get_log(struct t_queue *q, uint8_t lid, uint32_t nsid, uint64_t lpo, void *out,
-			uint32_t len, bool rae)
+/* Get Log Page with LSP and CSI too */
+static uint16_t get_log_x(struct t_queue *q, uint8_t lid, uint8_t lsp, uint8_t csi, uint32_t nsid,
+			  uint64_t lpo, void *out, uint32_t len, bool rae)
 {
 	struct nvme_sqe s = t_sqe(NVME_ADM_GET_LOG_PAGE, 0x50);
 	uint32_t numd = len / 4 - 1;
 
 	s.nsid = nsid;
-	s.cdw10 = lid | (rae ? NVME_LOG_RAE : 0) | (numd & 0xffff) << 16;
+	s.cdw10 = lid | (uint32_t)lsp << 8 | (rae ? NVME_LOG_RAE : 0) | (numd & 0xffff) << 16;
 	s.cdw11 = numd >> 16;
 	s.cdw12 = (uint32_t)lpo;
 	s.cdw13 = (uint32_t)(lpo >> 32);
+	s.cdw14 = (uint32_t)csi << 24;
 	t_keyed(&s, out, len);
 	memset(out, 0xee, len);
 	return t_status(q, &s, NULL);
+}
+
+static uint16_t get_log(struct t_queue *q, uint8_t lid, uint32_t nsid, uint64_t lpo, void *out,
+			uint32_t len, bool rae)
+{
+	return get_log_x(q, lid, 0, 0, nsid, lpo, out, len, rae);
 }
 
 START_TEST(test_log_pages)
@@ -666,7 +701,18 @@ START_TEST(test_log_pages)
 	}
 	ck_assert_uint_eq(get_log(q, NVME_LOG_DISCOVERY, 0, 0, buf, 4096, false),
 			  DNR(NVME_SC_INVALID_FIELD));
-	ck_assert_uint_eq(get_log(q, 0x03, 0, 0, buf, 512, false), DNR(NVME_SC_INVALID_FIELD));
+	/* Device Self-test, telemetry, ...: not here */
+	for (unsigned lid = 0; lid < 256; lid++) {
+		if (lid == NVME_LOG_ERROR || lid == NVME_LOG_SMART || lid == NVME_LOG_FW_SLOT ||
+		    lid == NVME_LOG_CHANGED_NS || lid == NVME_LOG_CMD_EFFECTS || lid == NVME_LOG_ANA)
+			continue;
+		ck_assert_uint_eq(get_log(q, (uint8_t)lid, NVME_NSID_ALL, 0, buf, 512, false),
+				  DNR(NVME_SC_INVALID_FIELD));
+	}
+	/* the controller's logs ignore the NSID; SMART's names a namespace's (refused) */
+	ck_assert_uint_eq(get_log(q, NVME_LOG_ERROR, 1, 0, buf, 64, false), 0);
+	ck_assert_uint_eq(get_log(q, NVME_LOG_CHANGED_NS, 7, 0, buf, 4096, false), 0);
+	ck_assert_uint_eq(get_log(q, NVME_LOG_SMART, NVME_NSID_ALL, 0, buf, 512, false), 0);
 	/* the SGL must match the length */
 	s = t_sqe(NVME_ADM_GET_LOG_PAGE, 2);
 	s.cdw10 = NVME_LOG_SMART | 127u << 16;
@@ -707,6 +753,103 @@ START_TEST(test_log_pages)
 	ck_assert_uint_eq(h->genctr, gen + 1);
 	ck_assert_uint_eq(get_log(q, NVME_LOG_ERROR, 0, 0, buf, 1024, false),
 			  DNR(NVME_SC_INVALID_FIELD));
+	t_queue_free(q);
+}
+END_TEST
+
+/* Firmware Slot, Commands Supported and Effects, ANA: their bytes */
+START_TEST(test_log_pages_fw_effects_ana)
+{
+	static uint8_t buf[8192];
+	static const uint8_t fr[8] = {'0', '.', '1', '.', '0', ' ', ' ', ' '};
+	struct nvme_effects_log *el = (void *)buf;
+	uint16_t id;
+	struct t_queue *q = t_admin_ready(t, &id), *io = t_io(t, 1, id);
+	struct nvme_sqe s;
+
+	/* Firmware Slot: AFI slot 1 active, none next; FRS1 = Identify's FR */
+	ck_assert_uint_eq(get_log(q, NVME_LOG_FW_SLOT, NVME_NSID_ALL, 0, buf, 512, false), 0);
+	ck_assert_uint_eq(buf[0], 0x01);
+	for (int i = 1; i < 8; i++)
+		ck_assert_uint_eq(buf[i], 0);
+	ck_assert_int_eq(memcmp(buf + 8, fr, 8), 0);
+	for (int i = 16; i < 512; i++)
+		ck_assert_uint_eq(buf[i], 0);
+	/* at an offset, and longer than the log (zeroes after it) */
+	ck_assert_uint_eq(get_log(q, NVME_LOG_FW_SLOT, 0, 8, buf, 1024, false), 0);
+	ck_assert_int_eq(memcmp(buf, fr, 8), 0);
+	ck_assert_uint_eq(buf[8], 0);
+	ck_assert_uint_eq(buf[1023], 0);
+	ck_assert_uint_eq(get_log(q, NVME_LOG_FW_SLOT, 0, 516, buf, 64, false),
+			  DNR(NVME_SC_INVALID_FIELD));
+
+	/*
+	 * Commands Supported and Effects: CSUPP exactly for the opcodes that
+	 * are not Invalid Opcode (AER and Fabrics aside), LBCC for the I/O
+	 * commands that change blocks. Only the NVM command set's.
+	 */
+	ck_assert_uint_eq(get_log(q, NVME_LOG_CMD_EFFECTS, 0, 0, buf, 4096, false), 0);
+	ck_assert_uint_eq(el->acs[NVME_ADM_GET_LOG_PAGE], 1);
+	ck_assert_uint_eq(el->acs[NVME_ADM_ASYNC_EVENT], 1);
+	ck_assert_uint_eq(el->acs[NVME_OPC_FABRICS], 0);
+	for (unsigned op = 0; op < 256; op++) {
+		uint32_t e = el->acs[op];
+
+		ck_assert_uint_eq(e & ~1u, 0); /* no effects on anything */
+		if (op == NVME_ADM_ASYNC_EVENT || op == NVME_OPC_FABRICS)
+			continue;
+		s = t_sqe((uint8_t)op, (uint16_t)op);
+		ck_assert_uint_eq(t_status(q, &s, NULL) == DNR(NVME_SC_INVALID_OPCODE), !e);
+	}
+	ck_assert_uint_eq(el->iocs[NVME_IO_READ], 1);
+	ck_assert_uint_eq(el->iocs[NVME_IO_FLUSH], 1);
+	ck_assert_uint_eq(el->iocs[NVME_IO_WRITE], 3);
+	ck_assert_uint_eq(el->iocs[NVME_IO_WRITE_ZEROES], 3);
+	ck_assert_uint_eq(el->iocs[NVME_IO_DSM], 3);
+	for (unsigned op = 0; op < 256; op++) {
+		if (op == NVME_OPC_FABRICS)
+			continue;
+		s = t_sqe((uint8_t)op, (uint16_t)op);
+		s.nsid = 1;
+		ck_assert_uint_eq(t_status(io, &s, NULL) == DNR(NVME_SC_INVALID_OPCODE),
+				  !el->iocs[op]);
+	}
+	for (int i = 2048; i < 4096; i++)
+		ck_assert_uint_eq(buf[i], 0);
+	ck_assert_uint_eq(get_log(q, NVME_LOG_CMD_EFFECTS, 0, 1024, buf, 8, false), 0);
+	ck_assert_uint_eq(buf[4], 3); /* iocs[1], Write, at its offset */
+	ck_assert_uint_eq(get_log_x(q, NVME_LOG_CMD_EFFECTS, 0, 2, NVME_NSID_ALL, 0, buf, 4096,
+				    false),
+			  DNR(NVME_SC_INVALID_LOG_PAGE)); /* Zoned Namespace: none */
+
+	/* ANA: one group (1), Optimized, namespaces 1 and 2; RGO: no NSIDs */
+	ck_assert_uint_eq(get_log(q, NVME_LOG_ANA, NVME_NSID_ALL, 0, buf, 4096, false), 0);
+	{
+		static const uint8_t want[] = {
+			0, 0, 0, 0, 0, 0, 0, 0, /* CHGCNT */
+			1, 0, 0, 0, 0, 0, 0, 0, /* NGRPS, reserved */
+			1, 0, 0, 0, 2, 0, 0, 0, /* ANAGRPID 1, NNSIDS 2 */
+			0, 0, 0, 0, 0, 0, 0, 0, /* CHGCNT */
+			1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* Optimized */
+			1, 0, 0, 0, 2, 0, 0, 0, /* NSIDs */
+		};
+
+		ck_assert_int_eq(memcmp(buf, want, sizeof(want)), 0);
+		for (size_t i = sizeof(want); i < 4096; i++)
+			ck_assert_uint_eq(buf[i], 0);
+		ck_assert_uint_eq(get_log_x(q, NVME_LOG_ANA, NVME_ANA_LSP_RGO, 0, NVME_NSID_ALL, 0,
+					    buf, 64, false),
+				  0);
+		ck_assert_int_eq(memcmp(buf, want, 20), 0);
+		ck_assert_uint_eq(buf[20], 0); /* NNSIDS 0 */
+		ck_assert_uint_eq(buf[32], NVME_ANA_OPTIMIZED);
+		ck_assert_uint_eq(buf[48], 0); /* no NSID */
+		/* the log is 56 bytes: an offset beyond it is refused */
+		ck_assert_uint_eq(get_log(q, NVME_LOG_ANA, 0, 56, buf, 4, false), 0);
+		ck_assert_uint_eq(get_log(q, NVME_LOG_ANA, 0, 60, buf, 4, false),
+				  DNR(NVME_SC_INVALID_FIELD));
+	}
+	t_queue_free(io);
 	t_queue_free(q);
 }
 END_TEST
@@ -768,6 +911,13 @@ START_TEST(test_features)
 	ck_assert_uint_eq(r, 4294967000u); /* rounded up would not fit: down */
 	ck_assert_uint_eq(feature(q, NVME_ADM_SET_FEATURES, 0x06, 1, NULL), DNR(NVME_SC_INVALID_FIELD));
 	ck_assert_uint_eq(feature(q, NVME_ADM_GET_FEATURES, 0x80, 0, NULL), DNR(NVME_SC_INVALID_FIELD));
+	/* Volatile Write Cache: WCE is whether there is one (this config has one), fixed */
+	ck_assert_uint_eq(feature(q, NVME_ADM_GET_FEATURES, NVME_FEAT_VOLATILE_WC, 0, &r), 0);
+	ck_assert_uint_eq(r, 1);
+	ck_assert_uint_eq(feature(q, NVME_ADM_GET_FEATURES, NVME_FEAT_VOLATILE_WC | 3u << 8, 0, &r), 0);
+	ck_assert_uint_eq(r, 0); /* not changeable */
+	ck_assert_uint_eq(feature(q, NVME_ADM_GET_FEATURES, NVME_FEAT_KATO | 3u << 8, 0, &r), 0);
+	ck_assert_uint_eq(r, NVME_FEAT_CAP_CHANGEABLE);
 	s = feat(NVME_ADM_SET_FEATURES, NVME_FEAT_KATO, 1000);
 	s.nsid = 1;
 	ck_assert_uint_eq(t_status(q, &s, NULL), DNR(NVME_SC_FEAT_NOT_NS));
@@ -806,6 +956,118 @@ START_TEST(test_features)
 			  DNR(NVME_SC_INVALID_FIELD));
 	ck_assert_uint_eq(feature(q, NVME_ADM_SET_FEATURES, NVME_FEAT_ASYNC_EVENT, 1u << 31, NULL), 0);
 	ck_assert_uint_eq(feature(q, NVME_ADM_SET_FEATURES, NVME_FEAT_ASYNC_EVENT, 1u << 8, NULL),
+			  DNR(NVME_SC_INVALID_FIELD));
+	t_queue_free(q);
+}
+END_TEST
+
+/* Host Identifier and Namespace Write Protection Config, as nvmet has them */
+START_TEST(test_features_host_id_wp)
+{
+	static uint8_t hostid[32], buf[4096];
+	static const uint8_t a5[16] = {0xa5, 0xa5, 0xa5, 0xa5, 0xa5, 0xa5, 0xa5, 0xa5,
+				       0xa5, 0xa5, 0xa5, 0xa5, 0xa5, 0xa5, 0xa5, 0xa5};
+	struct t_queue *q = t_admin_ready(t, NULL);
+	struct nvme_changed_ns_log *cl = (void *)buf;
+	struct nvme_id_ns *ns = (void *)buf;
+	struct nvme_sqe s;
+	struct nvme_cqe c;
+	uint64_t r;
+
+	/* Host Identifier: Connect's 128 bits, 16 bytes of data, EXHID set */
+	s = feat(NVME_ADM_GET_FEATURES, NVME_FEAT_HOST_ID, NVME_FEAT_HOST_ID_EXHID);
+	t_keyed(&s, hostid, 16);
+	memset(hostid, 0xee, sizeof(hostid));
+	ck_assert_int_eq(t_exec(q, 1, &s, NULL, 0, &c), NVMF_ACT_COMPLETE);
+	ck_assert_uint_eq(c.status, 0);
+	ck_assert_int_eq(memcmp(hostid, a5, 16), 0);
+	ck_assert_uint_eq(hostid[16], 0xee);
+	s.cdw11 = 0; /* a 64-bit identifier: not this one */
+	ck_assert_uint_eq(t_status(q, &s, NULL), DNR(NVME_SC_INVALID_FIELD));
+	s = feat(NVME_ADM_GET_FEATURES, NVME_FEAT_HOST_ID, NVME_FEAT_HOST_ID_EXHID);
+	ck_assert_uint_eq(t_status(q, &s, NULL), DNR(NVME_SC_SGL_DATA_LEN)); /* no data */
+	/* set by Connect over fabrics */
+	ck_assert_uint_eq(feature(q, NVME_ADM_SET_FEATURES, NVME_FEAT_HOST_ID, 1, NULL),
+			  DNR(NVME_SC_CMD_SEQ_ERROR));
+
+	/* Namespace Write Protection Config: per namespace */
+	ck_assert_uint_eq(feature(q, NVME_ADM_SET_FEATURES, NVME_FEAT_ASYNC_EVENT, 1u << 8, NULL), 0);
+	ck_assert_uint_eq(get_log(q, NVME_LOG_CHANGED_NS, 0, 0, buf, 4096, false), 0);
+	s = feat(NVME_ADM_GET_FEATURES, NVME_FEAT_WRITE_PROTECT, 0);
+	for (uint32_t nsid = 0; nsid < 4; nsid++) {
+		s.nsid = nsid == 3 ? NVME_NSID_ALL : nsid;
+		ck_assert_uint_eq(t_status(q, &s, &c), nsid == 1 || nsid == 2 ? 0 : DNR(NVME_SC_INVALID_NS));
+		ck_assert_uint_eq(c.result, 0);
+	}
+	s.nsid = 2;
+	s.cdw10 |= 3u << 8;
+	ck_assert_uint_eq(t_status(q, &s, &c), 0);
+	ck_assert_uint_eq(c.result, NVME_FEAT_CAP_CHANGEABLE | NVME_FEAT_CAP_NS);
+	s = feat(NVME_ADM_SET_FEATURES, NVME_FEAT_WRITE_PROTECT, NVME_WP_ON);
+	s.nsid = 2;
+	/* an AER waits; the change is a namespace attribute change */
+	{
+		struct nvme_sqe aer = t_sqe(NVME_ADM_ASYNC_EVENT, 0x77);
+		struct nvmf_req *ev;
+
+		ck_assert_int_eq(t_exec(q, 9, &aer, NULL, 0, NULL), NVMF_ACT_HOLD);
+		ck_assert_uint_eq(t_status(q, &s, NULL), 0);
+		ev = nvmf_queue_poll_event(q->q);
+		ck_assert_ptr_nonnull(ev);
+		ck_assert_uint_eq(ev->cqe.cid, 0x77);
+		ck_assert_uint_eq(ev->cqe.result, 0x040002);
+	}
+	s.cdw10 = NVME_FEAT_WRITE_PROTECT;
+	s = feat(NVME_ADM_GET_FEATURES, NVME_FEAT_WRITE_PROTECT, 0);
+	s.nsid = 2;
+	ck_assert_uint_eq(t_status(q, &s, &c), 0);
+	ck_assert_uint_eq(c.result, NVME_WP_ON);
+	s.cdw10 |= 1u << 8; /* default */
+	ck_assert_uint_eq(t_status(q, &s, &c), 0);
+	ck_assert_uint_eq(c.result, NVME_WP_NONE);
+	ck_assert_uint_eq(identify(q, NVME_CNS_NS, 2, ns, 4096), 0);
+	ck_assert_uint_eq(ns->nsattr, NVME_NS_NSATTR_WP);
+	ck_assert_uint_eq(identify(q, NVME_CNS_NS, 1, ns, 4096), 0);
+	ck_assert_uint_eq(ns->nsattr, 0);
+	ck_assert_uint_eq(get_log(q, NVME_LOG_CHANGED_NS, 0, 0, buf, 4096, false), 0);
+	ck_assert_uint_eq(cl->nsid[0], 2);
+	ck_assert_uint_eq(cl->nsid[1], 0);
+	/* the same state again: no change, nothing listed */
+	s = feat(NVME_ADM_SET_FEATURES, NVME_FEAT_WRITE_PROTECT, NVME_WP_ON);
+	s.nsid = 2;
+	ck_assert_uint_eq(t_status(q, &s, NULL), 0);
+	ck_assert_uint_eq(get_log(q, NVME_LOG_CHANGED_NS, 0, 0, buf, 4096, false), 0);
+	ck_assert_uint_eq(cl->nsid[0], 0);
+	/* until power cycle, permanent, reserved: not supported (NWPC 1); bits 31:3 ignored */
+	for (uint32_t v = 2; v < 8; v++) {
+		s.cdw11 = v;
+		ck_assert_uint_eq(t_status(q, &s, NULL), DNR(NVME_SC_INVALID_FIELD));
+	}
+	s.cdw11 = NVME_WP_NONE | 0x100;
+	ck_assert_uint_eq(t_status(q, &s, NULL), 0);
+	ck_assert_uint_eq(identify(q, NVME_CNS_NS, 2, ns, 4096), 0);
+	ck_assert_uint_eq(ns->nsattr, 0);
+	s.nsid = 3;
+	ck_assert_uint_eq(t_status(q, &s, NULL), DNR(NVME_SC_INVALID_NS));
+	s.nsid = 1;
+	s.cdw10 |= NVME_FEAT_SAVE;
+	ck_assert_uint_eq(t_status(q, &s, NULL), DNR(NVME_SC_FEAT_NOT_SAVEABLE));
+	ck_assert_uint_eq(feature(q, NVME_ADM_GET_FEATURES, NVME_FEAT_WRITE_PROTECT, 0, &r),
+			  DNR(NVME_SC_INVALID_NS)); /* NSID 0 */
+	t_queue_free(q);
+
+	/* the discovery controller has none of them */
+	q = t_admin(t, NVME_DISC_NQN, 0, NULL);
+	ck_assert_uint_eq(prop_set(q, NVME_REG_CC, NVMF_PROP_SIZE_4, NVME_CC_EN), 0);
+	ck_assert_uint_eq(feature(q, NVME_ADM_GET_FEATURES, NVME_FEAT_VOLATILE_WC, 0, NULL),
+			  DNR(NVME_SC_INVALID_FIELD));
+	ck_assert_uint_eq(feature(q, NVME_ADM_GET_FEATURES, NVME_FEAT_HOST_ID, 1, NULL),
+			  DNR(NVME_SC_INVALID_FIELD));
+	ck_assert_uint_eq(feature(q, NVME_ADM_GET_FEATURES, NVME_FEAT_WRITE_PROTECT, 0, NULL),
+			  DNR(NVME_SC_INVALID_FIELD));
+	ck_assert_uint_eq(get_log(q, NVME_LOG_FW_SLOT, 0, 0, buf, 512, false),
+			  DNR(NVME_SC_INVALID_FIELD));
+	ck_assert_uint_eq(get_log(q, NVME_LOG_CMD_EFFECTS, 0, 0, buf, 4096, false),
 			  DNR(NVME_SC_INVALID_FIELD));
 	t_queue_free(q);
 }
@@ -959,7 +1221,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_properties);
 	tcase_add_test(tc, test_identify);
 	tcase_add_test(tc, test_log_pages);
+	tcase_add_test(tc, test_log_pages_fw_effects_ana);
 	tcase_add_test(tc, test_features);
+	tcase_add_test(tc, test_features_host_id_wp);
 	tcase_add_test(tc, test_aer);
 	tcase_add_test(tc, test_keepalive);
 	tcase_add_test(tc, test_flow_control);

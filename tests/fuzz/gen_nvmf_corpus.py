@@ -80,6 +80,27 @@ SEEDS = {
         + rec(ADMIN, sqe(0x0c, 2)) + rec(ADMIN, sqe(0x0c, 3)) + rec(ADMIN, sqe(0x0c, 4))
         + bytes([0xee]) + rec(ADMIN, sqe(0x09, 5, 0, None, (0x0f, 1000, 0, 0, 0, 0)))
         + bytes([0xee]) + rec(ADMIN, sqe(0x18, 6)),
+    # the logs, Identify and features nvmet has too (docs/storage.md's table):
+    # Firmware Slot, Commands Supported and Effects (NVM, then Zoned),
+    # ANA (then groups only), CNS 06h (NVM, Zoned), Volatile Write Cache,
+    # Host Identifier (16 bytes, EXHID), write protection of namespace 1 on
+    # and a write refused for it, then off, and the Changed Namespace List
+    'admin-logs-features-wp':
+        rec(ADMIN, sqe(0x02, 1, 0xffffffff, keyed(0x2000, 512), (3 | 127 << 16, 0, 0, 0, 0, 0)))
+        + rec(ADMIN, sqe(0x02, 2, 0, keyed(0x2000, 4096), (5 | 1023 << 16, 0, 0, 0, 0, 0)))
+        + rec(ADMIN, sqe(0x02, 3, 0, keyed(0x2000, 4096), (5 | 1023 << 16, 0, 0, 0, 2 << 24, 0)))
+        + rec(ADMIN, sqe(0x02, 4, 0, keyed(0x2000, 4096), (0x0c | 1023 << 16, 0, 0, 0, 0, 0)))
+        + rec(ADMIN, sqe(0x02, 5, 0, keyed(0x2000, 64), (0x0c | 1 << 8 | 15 << 16, 0, 0, 0, 0, 0)))
+        + rec(ADMIN, sqe(0x06, 6, 0, keyed(0x2000, 4096), (6, 0, 0, 0, 0, 0)))
+        + rec(ADMIN, sqe(0x06, 7, 0, keyed(0x2000, 4096), (6, 2 << 24, 0, 0, 0, 0)))
+        + rec(ADMIN, sqe(0x0a, 8, 0, None, (0x06, 0, 0, 0, 0, 0)))
+        + rec(ADMIN, sqe(0x0a, 9, 0, keyed(0x2000, 16), (0x81, 1, 0, 0, 0, 0)))
+        + rec(ADMIN, sqe(0x09, 10, 1, None, (0x84, 1, 0, 0, 0, 0)))
+        + rec(ADMIN, sqe(0x0a, 11, 1, None, (0x84, 0, 0, 0, 0, 0)))
+        + rec(IO, rw(0x01, 1, 0, 8, keyed(0x3000, 4096)), bytes(4096))
+        + rec(ADMIN, sqe(0x09, 12, 1, None, (0x84, 0, 0, 0, 0, 0)))
+        + rec(ADMIN, sqe(0x09, 13, 0, None, (0x81, 1, 0, 0, 0, 0)))
+        + rec(ADMIN, sqe(0x02, 14, 0, keyed(0x2000, 4096), (4 | 1023 << 16, 0, 0, 0, 0, 0))),
     'io-read-write':
         rec(IO, rw(0x01, 1, 0, 8, keyed(0x3000, 4096)), bytes(range(256)) * 16)
         + rec(IO, rw(0x02, 1, 0, 8, keyed(0x3000, 4096)))

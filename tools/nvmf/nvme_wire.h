@@ -91,11 +91,13 @@ enum nvme_status {
 	NVME_SC_SGL_DATA_LEN = 0x00f,  /* Data SGL Length Invalid */
 	NVME_SC_SGL_TYPE = 0x011,      /* SGL Descriptor Type Invalid */
 	NVME_SC_SGL_OFFSET = 0x016,    /* SGL Offset Invalid */
+	NVME_SC_NS_WRITE_PROTECTED = 0x020, /* Namespace is Write Protected */
 	NVME_SC_LBA_RANGE = 0x080,     /* LBA Out of Range */
 	NVME_SC_CAP_EXCEEDED = 0x081,
 	/* command specific (SCT 1) */
 	NVME_SC_INVALID_QID = 0x101,
 	NVME_SC_ASYNC_LIMIT = 0x105,   /* Asynchronous Event Request Limit Exceeded */
+	NVME_SC_INVALID_LOG_PAGE = 0x109,
 	NVME_SC_FEAT_NOT_SAVEABLE = 0x10d,
 	NVME_SC_FEAT_NOT_NS = 0x10f,   /* Feature Not Namespace Specific */
 	NVME_SC_CONNECT_FORMAT = 0x180, /* Connect Incompatible Format */
@@ -438,28 +440,53 @@ enum nvme_cns {
 	NVME_CNS_CTRL = 0x01,
 	NVME_CNS_NS_ACTIVE_LIST = 0x02,
 	NVME_CNS_NS_DESC_LIST = 0x03,
+	NVME_CNS_CS_CTRL = 0x06, /* I/O Command Set specific Identify Controller */
 };
+
+/* Identify CDW11 bits 31:24, Get Log Page CDW14 bits 31:24: the command set */
+#define NVME_CSI(cdw)	(((cdw) >> 24) & 0xff)
+#define NVME_CSI_NVM	0x00
 
 enum nvme_log_id {
 	NVME_LOG_ERROR = 0x01,
 	NVME_LOG_SMART = 0x02,
+	NVME_LOG_FW_SLOT = 0x03,
 	NVME_LOG_CHANGED_NS = 0x04,
+	NVME_LOG_CMD_EFFECTS = 0x05,
+	NVME_LOG_ANA = 0x0c,
 	NVME_LOG_DISCOVERY = 0x70,
 };
 
 /* Get Log Page CDW10: LID 7:0, LSP 14:8, RAE 15, NUMDL 31:16; CDW11 NUMDU 15:0 */
-#define NVME_LOG_RAE (1u << 15)
+#define NVME_LOG_LSP(cdw10) (((cdw10) >> 8) & 0x7f)
+#define NVME_LOG_RAE	    (1u << 15)
+#define NVME_ANA_LSP_RGO    (1u << 0) /* ANA log: return groups only, no NSIDs */
 
 enum nvme_feat_id {
+	NVME_FEAT_VOLATILE_WC = 0x06,
 	NVME_FEAT_NUM_QUEUES = 0x07,
 	NVME_FEAT_ASYNC_EVENT = 0x0b,
 	NVME_FEAT_KATO = 0x0f,
+	NVME_FEAT_HOST_ID = 0x81,	/* 16 bytes of data with EXHID (CDW11 bit 0) */
+	NVME_FEAT_WRITE_PROTECT = 0x84, /* per namespace: CDW11 bits 2:0 */
 };
+
+#define NVME_FEAT_HOST_ID_EXHID (1u << 0)
+#define NVME_FEAT_HOST_ID_LEN	16
+enum nvme_wp_state {
+	NVME_WP_NONE = 0,
+	NVME_WP_ON = 1,
+	NVME_WP_UNTIL_POWER_CYCLE = 2,
+	NVME_WP_PERMANENT = 3,
+};
+#define NVME_WP_MASK 0x7u
 
 /* Set Features CDW10 bit 31: save; Get Features CDW10 bits 10:8: select */
 #define NVME_FEAT_SAVE	     (1u << 31)
 #define NVME_FEAT_SEL(cdw10) (((cdw10) >> 8) & 0x7)
 enum { NVME_SEL_CURRENT = 0, NVME_SEL_DEFAULT = 1, NVME_SEL_SAVED = 2, NVME_SEL_CAPS = 3 };
+#define NVME_FEAT_CAP_SAVEABLE	 (1u << 0)
+#define NVME_FEAT_CAP_NS	 (1u << 1) /* namespace specific */
 #define NVME_FEAT_CAP_CHANGEABLE (1u << 2)
 
 /* Asynchronous events: completion DW0 = type | info << 8 | log page << 16 */
@@ -472,8 +499,14 @@ enum nvme_aer_notice { NVME_AER_NOTICE_NS_CHANGED = 0x00, NVME_AER_NOTICE_DISC_C
 /* ---- Identify Controller (CNS 01h), 4096 bytes -------------------------- */
 
 #define NVME_CTRL_CMIC_MULTI_CTRL (1u << 1)
+#define NVME_CTRL_CMIC_ANA	  (1u << 3) /* ANA reporting */
 #define NVME_CTRL_CTRATT_HID128	  (1u << 0)
+#define NVME_CTRL_FRMW_SLOT1_RO	  (1u << 0)
+#define NVME_CTRL_FRMW_SLOTS(n)	  ((n) << 1)
+#define NVME_CTRL_LPA_CMD_EFFECTS (1u << 1) /* Commands Supported and Effects log */
 #define NVME_CTRL_LPA_EXT_DATA	  (1u << 2) /* Get Log Page: NUMDU and LPO */
+#define NVME_CTRL_ANACAP_OPTIMIZED (1u << 0) /* reports the Optimized state */
+#define NVME_CTRL_NWPC_WP	  (1u << 0) /* No Write Protect and Write Protect */
 #define NVME_CTRL_ONCS_DSM	  (1u << 2)
 #define NVME_CTRL_ONCS_WZEROES	  (1u << 3)
 #define NVME_CTRL_VWC_PRESENT	  (1u << 0)
@@ -521,7 +554,13 @@ struct nvme_id_ctrl {
 	uint16_t cctemp;
 	uint8_t rsvd270[50];
 	uint16_t kas; /* 100 ms units */
-	uint8_t rsvd322[190];
+	uint8_t rsvd322[20];
+	uint8_t anatt; /* ANA transition time, seconds */
+	uint8_t anacap;
+	uint32_t anagrpmax;
+	uint32_t nanagrpid;
+	uint32_t pels;
+	uint8_t rsvd356[156];
 	uint8_t sqes;
 	uint8_t cqes;
 	uint16_t maxcmd;
@@ -564,13 +603,21 @@ static_assert(offsetof(struct nvme_id_ctrl, cntrltype) == 111, "id_ctrl cntrltyp
 static_assert(offsetof(struct nvme_id_ctrl, oacs) == 256, "id_ctrl oacs");
 static_assert(offsetof(struct nvme_id_ctrl, aerl) == 259, "id_ctrl aerl");
 static_assert(offsetof(struct nvme_id_ctrl, elpe) == 262, "id_ctrl elpe");
+static_assert(offsetof(struct nvme_id_ctrl, frmw) == 260, "id_ctrl frmw");
+static_assert(offsetof(struct nvme_id_ctrl, lpa) == 261, "id_ctrl lpa");
 static_assert(offsetof(struct nvme_id_ctrl, kas) == 320, "id_ctrl kas");
+static_assert(offsetof(struct nvme_id_ctrl, anatt) == 342, "id_ctrl anatt");
+static_assert(offsetof(struct nvme_id_ctrl, anacap) == 343, "id_ctrl anacap");
+static_assert(offsetof(struct nvme_id_ctrl, anagrpmax) == 344, "id_ctrl anagrpmax");
+static_assert(offsetof(struct nvme_id_ctrl, nanagrpid) == 348, "id_ctrl nanagrpid");
 static_assert(offsetof(struct nvme_id_ctrl, sqes) == 512, "id_ctrl sqes");
 static_assert(offsetof(struct nvme_id_ctrl, maxcmd) == 514, "id_ctrl maxcmd");
 static_assert(offsetof(struct nvme_id_ctrl, nn) == 516, "id_ctrl nn");
 static_assert(offsetof(struct nvme_id_ctrl, oncs) == 520, "id_ctrl oncs");
 static_assert(offsetof(struct nvme_id_ctrl, vwc) == 525, "id_ctrl vwc");
+static_assert(offsetof(struct nvme_id_ctrl, nwpc) == 531, "id_ctrl nwpc");
 static_assert(offsetof(struct nvme_id_ctrl, sgls) == 536, "id_ctrl sgls");
+static_assert(offsetof(struct nvme_id_ctrl, mnan) == 540, "id_ctrl mnan");
 static_assert(offsetof(struct nvme_id_ctrl, subnqn) == 768, "id_ctrl subnqn");
 static_assert(offsetof(struct nvme_id_ctrl, ioccsz) == 1792, "id_ctrl ioccsz");
 static_assert(offsetof(struct nvme_id_ctrl, iorcsz) == 1796, "id_ctrl iorcsz");
@@ -583,6 +630,7 @@ static_assert(offsetof(struct nvme_id_ctrl, psd) == 2048, "id_ctrl psd");
 #define NVME_NS_NMIC_SHARED (1u << 0)
 #define NVME_NS_DLFEAT_ZEROES 0x1u    /* deallocated blocks read as zeroes */
 #define NVME_NS_DLFEAT_WZ_DEAC (1u << 3) /* Write Zeroes may deallocate */
+#define NVME_NS_NSATTR_WP (1u << 0) /* write protected */
 
 /**
  * struct nvme_lbaf - an LBA format.
@@ -621,7 +669,12 @@ struct nvme_id_ns {
 	uint16_t nabspf;
 	uint16_t noiob;
 	uint8_t nvmcap[16];
-	uint8_t rsvd64[40];
+	uint8_t rsvd64[28];
+	uint32_t anagrpid;
+	uint8_t rsvd96[3];
+	uint8_t nsattr;
+	uint16_t nvmsetid;
+	uint16_t endgid;
 	uint8_t nguid[16];
 	uint8_t eui64[8];
 	struct nvme_lbaf lbaf[64];
@@ -632,6 +685,8 @@ static_assert(offsetof(struct nvme_id_ns, nsfeat) == 24, "id_ns nsfeat");
 static_assert(offsetof(struct nvme_id_ns, flbas) == 26, "id_ns flbas");
 static_assert(offsetof(struct nvme_id_ns, dlfeat) == 33, "id_ns dlfeat");
 static_assert(offsetof(struct nvme_id_ns, nvmcap) == 48, "id_ns nvmcap");
+static_assert(offsetof(struct nvme_id_ns, anagrpid) == 92, "id_ns anagrpid");
+static_assert(offsetof(struct nvme_id_ns, nsattr) == 99, "id_ns nsattr");
 static_assert(offsetof(struct nvme_id_ns, nguid) == 104, "id_ns nguid");
 static_assert(offsetof(struct nvme_id_ns, lbaf) == 128, "id_ns lbaf");
 
@@ -737,6 +792,76 @@ struct nvme_changed_ns_log {
 	uint32_t nsid[NVME_CHANGED_NS_MAX];
 };
 static_assert(sizeof(struct nvme_changed_ns_log) == 4096, "Changed NS list");
+
+/**
+ * struct nvme_fw_slot_log - Firmware Slot Information (512 bytes).
+ * @afi: active firmware info: bits 2:0 the active slot, 6:4 the slot
+ *       activated at the next reset (0: none given).
+ * @rsvd1: reserved.
+ * @frs: the firmware revision in slots 1-7 (ASCII, space padded; zero: empty).
+ * @rsvd64: reserved.
+ */
+struct nvme_fw_slot_log {
+	uint8_t afi;
+	uint8_t rsvd1[7];
+	char frs[7][8];
+	uint8_t rsvd64[448];
+};
+static_assert(sizeof(struct nvme_fw_slot_log) == 512, "Firmware Slot log");
+static_assert(offsetof(struct nvme_fw_slot_log, frs) == 8, "fw frs1");
+
+/* Commands Supported and Effects: per opcode, CSUPP and the effects */
+#define NVME_CMD_EFFECTS_CSUPP (1u << 0) /* supported */
+#define NVME_CMD_EFFECTS_LBCC  (1u << 1) /* may change logical block content */
+
+/**
+ * struct nvme_effects_log - Commands Supported and Effects (4096 bytes).
+ * @acs: admin commands, by opcode.
+ * @iocs: I/O commands of the command set asked for (CSI), by opcode.
+ * @rsvd2048: reserved.
+ */
+struct nvme_effects_log {
+	uint32_t acs[256];
+	uint32_t iocs[256];
+	uint8_t rsvd2048[2048];
+};
+static_assert(sizeof(struct nvme_effects_log) == 4096, "Commands Supported and Effects log");
+static_assert(offsetof(struct nvme_effects_log, iocs) == 1024, "effects iocs");
+
+enum nvme_ana_state { NVME_ANA_OPTIMIZED = 0x01 };
+
+/**
+ * struct nvme_ana_hdr - Asymmetric Namespace Access log header (16 bytes);
+ * @ngrps group descriptors follow.
+ * @chgcnt: change count.
+ * @ngrps: group descriptors.
+ * @rsvd10: reserved.
+ */
+struct nvme_ana_hdr {
+	uint64_t chgcnt;
+	uint16_t ngrps;
+	uint8_t rsvd10[6];
+};
+static_assert(sizeof(struct nvme_ana_hdr) == 16, "ANA log header");
+
+/**
+ * struct nvme_ana_desc - one ANA group descriptor (32 bytes); @nnsids
+ * 4-byte NSIDs follow it.
+ * @grpid: the group, 1 and up.
+ * @nnsids: NSIDs listed (0 with RGO).
+ * @chgcnt: change count.
+ * @state: enum nvme_ana_state.
+ * @rsvd17: reserved.
+ */
+struct nvme_ana_desc {
+	uint32_t grpid;
+	uint32_t nnsids;
+	uint64_t chgcnt;
+	uint8_t state;
+	uint8_t rsvd17[15];
+};
+static_assert(sizeof(struct nvme_ana_desc) == 32, "ANA group descriptor");
+static_assert(offsetof(struct nvme_ana_desc, state) == 16, "ANA state");
 
 /* ---- discovery log page (LID 70h) --------------------------------------- */
 

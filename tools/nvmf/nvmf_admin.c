@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
- * tools/nvmf/nvmf_admin.c - admin commands: Identify (CNS 00h-03h), Get Log
- * Page (error, SMART, changed namespaces, discovery), Set/Get Features
- * (Number of Queues, Async Event Configuration, KATO), Keep Alive, Abort,
- * Asynchronous Event Request. Everything else is Invalid Opcode.
+ * tools/nvmf/nvmf_admin.c - admin commands: Identify (CNS 00h-03h, and 06h
+ * for the NVM command set), Get Log Page (Error Information, SMART / Health,
+ * Firmware Slot, Changed Namespace List, Commands Supported and Effects,
+ * ANA, discovery), Set/Get Features (Volatile Write Cache, Number of Queues,
+ * Async Event Configuration, KATO, Host Identifier, Namespace Write
+ * Protection), Keep Alive, Abort, Asynchronous Event Request: what Linux's
+ * own target (nvmet, 6.1) answers, docs/storage.md compares the two.
+ * Everything else is Invalid Opcode.
  */
 #include <errno.h>
 #include <string.h>
@@ -56,13 +60,30 @@ static void id_ctrl(struct nvmf_queue *q, struct nvme_id_ctrl *id)
 		id->maxcmd = NVME_AQ_DEPTH;
 		return;
 	}
-	id->cmic = NVME_CTRL_CMIC_MULTI_CTRL;
+	/* several controllers (hosts) share the namespaces; one ANA group, Optimized */
+	id->cmic = NVME_CTRL_CMIC_MULTI_CTRL | NVME_CTRL_CMIC_ANA;
+	/* the notice for Namespace Write Protection changes (nvmf_tgt_ns_changed too) */
 	id->oaes = NVME_AEC_NS_ATTR;
 	id->ctratt = NVME_CTRL_CTRATT_HID128;
+	/* one firmware slot, read-only: the Firmware Slot log's slot 1 is FR */
+	id->frmw = NVME_CTRL_FRMW_SLOT1_RO | NVME_CTRL_FRMW_SLOTS(1);
+	/* SMART / Health per controller only (LPA bit 0 clear) */
+	id->lpa = NVME_CTRL_LPA_CMD_EFFECTS | NVME_CTRL_LPA_EXT_DATA;
+	id->anatt = NVMF_ANATT;
+	/*
+	 * Optimized is the only state. (Bit 6, ANAGRPID never changes, would
+	 * be true too; nvme-cli 2.3's ana-log then reads the log without its
+	 * NSIDs, and nvmet leaves it clear.)
+	 */
+	id->anacap = NVME_CTRL_ANACAP_OPTIMIZED;
+	id->anagrpmax = NVMF_ANA_GRPID;
+	id->nanagrpid = NVMF_ANA_GRPID;
 	id->maxcmd = t->cfg.max_queue_depth;
 	id->nn = t->nvm.nr_ns;
+	id->mnan = t->nvm.nr_ns; /* a host using ANA needs it, at most NN */
 	id->oncs = NVME_CTRL_ONCS_DSM | NVME_CTRL_ONCS_WZEROES;
 	id->vwc = (t->cfg.volatile_cache ? NVME_CTRL_VWC_PRESENT : 0) | NVME_CTRL_VWC_FLUSH_ALL;
+	id->nwpc = NVME_CTRL_NWPC_WP;
 	id->nvscc = 1;
 }
 
@@ -78,6 +99,8 @@ static void id_ns(const struct nvmf_ns *n, struct nvme_id_ns *id)
 	id->dlfeat = NVME_NS_DLFEAT_ZEROES | NVME_NS_DLFEAT_WZ_DEAC;
 	nvme_u128_set(id->nvmcap, bytes);
 	memcpy(id->nguid, n->nguid, sizeof(id->nguid));
+	id->anagrpid = NVMF_ANA_GRPID;
+	id->nsattr = atomic_load_explicit(&n->wp, memory_order_relaxed) ? NVME_NS_NSATTR_WP : 0;
 	id->lbaf[0].lbads = n->lbads;
 }
 
@@ -122,6 +145,15 @@ static uint16_t identify(struct nvmf_queue *q, struct nvmf_req *req)
 		if (nsid >= 0xfffffffeu)
 			return NVME_SC_INVALID_NS | NVME_DNR;
 		break;
+	case NVME_CNS_CS_CTRL:
+		/*
+		 * The NVM command set's: VSL, WZSL, WUSL, DMRL, DMRSL and DMSL
+		 * all 0, no limits but MDTS (Linux asks for it at every
+		 * connect). No other command set.
+		 */
+		if (NVME_CSI(req->sqe.cdw11) != NVME_CSI_NVM)
+			return BAD_FIELD;
+		break;
 	default:
 		return BAD_FIELD;
 	}
@@ -131,15 +163,25 @@ static uint16_t identify(struct nvmf_queue *q, struct nvmf_req *req)
 
 /* ---- Get Log Page ----------------------------------------------------------- */
 
-static uint32_t log_size(uint8_t lid)
+/* The size of the log page @c asks for (its LID, and LSP where it matters). */
+static uint32_t log_size(const struct nvmf_tgt *t, const struct nvme_sqe *c)
 {
-	switch (lid) {
+	uint32_t nsids = NVME_LOG_LSP(c->cdw10) & NVME_ANA_LSP_RGO ? 0 : t->nvm.nr_ns;
+
+	switch (c->cdw10 & 0xff) {
 	case NVME_LOG_ERROR:
 		return NVMF_ERR_LOG_LEN * sizeof(struct nvme_err_entry);
 	case NVME_LOG_SMART:
 		return sizeof(struct nvme_smart_log);
+	case NVME_LOG_FW_SLOT:
+		return sizeof(struct nvme_fw_slot_log);
 	case NVME_LOG_CHANGED_NS:
 		return sizeof(struct nvme_changed_ns_log);
+	case NVME_LOG_CMD_EFFECTS:
+		return sizeof(struct nvme_effects_log);
+	case NVME_LOG_ANA:
+		return (uint32_t)(sizeof(struct nvme_ana_hdr) + sizeof(struct nvme_ana_desc) +
+				  nsids * sizeof(uint32_t));
 	case NVME_LOG_DISCOVERY:
 		/* the discovery subsystem itself, then the NVM subsystem */
 		return (uint32_t)(sizeof(struct nvmf_disc_hdr) + 2 * sizeof(struct nvmf_disc_entry));
@@ -156,13 +198,18 @@ static uint16_t get_log_page(struct nvmf_queue *q, struct nvmf_req *req)
 	uint64_t len = (numd + 1) * 4, lpo = (uint64_t)c->cdw13 << 32 | c->cdw12;
 	bool disc = q->ctrl->subsys->discovery;
 
-	if (disc ? lid != NVME_LOG_DISCOVERY
-		 : (lid != NVME_LOG_ERROR && lid != NVME_LOG_SMART && lid != NVME_LOG_CHANGED_NS))
+	if (disc ? lid != NVME_LOG_DISCOVERY : !log_size(t, c) || lid == NVME_LOG_DISCOVERY)
 		return BAD_FIELD;
-	/* controller-scope logs (LPA bit 0 clear: no per-namespace SMART) */
-	if (!disc && c->nsid != 0 && c->nsid != NVME_NSID_ALL)
+	/* the NVM command set's commands only */
+	if (lid == NVME_LOG_CMD_EFFECTS && NVME_CSI(c->cdw14) != NVME_CSI_NVM)
+		return NVME_SC_INVALID_LOG_PAGE | NVME_DNR;
+	/*
+	 * SMART / Health is kept per controller (LPA bit 0 clear): a namespace's
+	 * own is refused. The other logs are the controller's: NSID unused.
+	 */
+	if (lid == NVME_LOG_SMART && c->nsid != 0 && c->nsid != NVME_NSID_ALL)
 		return BAD_FIELD;
-	if ((lpo & 3) || lpo > log_size(lid) || len > t->cfg.mdts)
+	if ((lpo & 3) || lpo > log_size(t, c) || len > t->cfg.mdts)
 		return BAD_FIELD;
 	req->arg = lpo;
 	return nvmf_sgl_expect(req, NVMF_XFER_TO_HOST, (uint32_t)len);
@@ -196,6 +243,49 @@ static void log_smart(struct nvmf_ctrl *c, struct nvme_smart_log *s)
 	nvme_u128_set(s->host_writes, st[NVMF_ST_WR_CMDS]);
 	nvme_u128_set(s->media_errors, st[NVMF_ST_MEDIA_ERR]);
 	nvme_u128_set(s->num_err_log_entries, c->err.count);
+}
+
+/* one slot, read-only, active: the firmware revision Identify Controller reports */
+static void log_fw_slot(const struct nvmf_tgt *t, struct nvme_fw_slot_log *l)
+{
+	l->afi = 1;
+	put_padded(l->frs[0], sizeof(l->frs[0]), t->firmware);
+}
+
+/*
+ * What nvmf_admin() and nvmf_io() answer (the unit test holds them to it);
+ * the commands that write change logical block content. Admin commands have
+ * no effect a host must act on (a write protection change comes with its
+ * notice).
+ */
+static void log_effects(struct nvme_effects_log *l)
+{
+	static const uint8_t admin[] = {NVME_ADM_GET_LOG_PAGE, NVME_ADM_IDENTIFY, NVME_ADM_ABORT,
+					NVME_ADM_SET_FEATURES, NVME_ADM_GET_FEATURES,
+					NVME_ADM_ASYNC_EVENT, NVME_ADM_KEEP_ALIVE};
+
+	for (size_t i = 0; i < sizeof(admin); i++)
+		l->acs[admin[i]] = NVME_CMD_EFFECTS_CSUPP;
+	l->iocs[NVME_IO_READ] = l->iocs[NVME_IO_FLUSH] = NVME_CMD_EFFECTS_CSUPP;
+	l->iocs[NVME_IO_WRITE] = l->iocs[NVME_IO_WRITE_ZEROES] = l->iocs[NVME_IO_DSM] =
+		NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_LBCC;
+}
+
+/* one group, every namespace in it, Optimized, never changing (CHGCNT 0) */
+static void log_ana(const struct nvmf_tgt *t, uint8_t *out, bool rgo)
+{
+	struct nvme_ana_hdr h = {.ngrps = 1};
+	struct nvme_ana_desc d = {.grpid = NVMF_ANA_GRPID, .nnsids = rgo ? 0 : t->nvm.nr_ns,
+				  .state = NVME_ANA_OPTIMIZED};
+
+	memcpy(out, &h, sizeof(h));
+	memcpy(out + sizeof(h), &d, sizeof(d));
+	out += sizeof(h) + sizeof(d);
+	for (uint32_t i = 0; i < d.nnsids; i++) {
+		uint32_t nsid = i + 1;
+
+		memcpy(out + i * sizeof(nsid), &nsid, sizeof(nsid));
+	}
 }
 
 static void log_changed_ns(struct nvmf_ctrl *c, struct nvme_changed_ns_log *l)
@@ -240,6 +330,11 @@ static void log_discovery(struct nvmf_tgt *t, uint8_t *out)
 static_assert(sizeof(struct nvmf_disc_hdr) + 2 * sizeof(struct nvmf_disc_entry) <=
 		      NVME_IDENTIFY_SIZE,
 	      "the discovery log is built in an admin queue's 4 KiB scratch");
+static_assert(sizeof(struct nvme_effects_log) <= NVME_IDENTIFY_SIZE &&
+		      sizeof(struct nvme_ana_hdr) + sizeof(struct nvme_ana_desc) +
+				      NVMF_MAX_NS * sizeof(uint32_t) <=
+			      NVME_IDENTIFY_SIZE,
+	      "the other logs too");
 
 static void log_fill(struct nvmf_queue *q, struct nvmf_req *req, uint8_t *buf, size_t len)
 {
@@ -247,7 +342,7 @@ static void log_fill(struct nvmf_queue *q, struct nvmf_req *req, uint8_t *buf, s
 	struct nvmf_ctrl *c = q->ctrl;
 	uint8_t lid = req->sqe.cdw10 & 0xff;
 	bool rae = req->sqe.cdw10 & NVME_LOG_RAE;
-	uint32_t size = log_size(lid);
+	uint32_t size = log_size(t, &req->sqe);
 	uint64_t lpo = req->arg;
 
 	memset(q->scratch, 0, q->scratch_len);
@@ -258,6 +353,15 @@ static void log_fill(struct nvmf_queue *q, struct nvmf_req *req, uint8_t *buf, s
 		break;
 	case NVME_LOG_SMART:
 		log_smart(c, (void *)q->scratch);
+		break;
+	case NVME_LOG_FW_SLOT:
+		log_fw_slot(t, (void *)q->scratch);
+		break;
+	case NVME_LOG_CMD_EFFECTS:
+		log_effects((void *)q->scratch);
+		break;
+	case NVME_LOG_ANA:
+		log_ana(t, q->scratch, NVME_LOG_LSP(req->sqe.cdw10) & NVME_ANA_LSP_RGO);
 		break;
 	case NVME_LOG_CHANGED_NS:
 		log_changed_ns(c, (void *)q->scratch);
@@ -284,23 +388,79 @@ static uint32_t aec_supported(const struct nvmf_ctrl *c)
 	return c->subsys->discovery ? NVME_AEC_DISC_CHANGE : NVME_AEC_SMART_MASK | NVME_AEC_NS_ATTR;
 }
 
+enum feat_scope { FEAT_NONE, FEAT_CTRL, FEAT_NS };
+
+/* The features @c has, and whether each is the controller's or a namespace's. */
+static enum feat_scope feat_scope(const struct nvmf_ctrl *c, uint8_t fid)
+{
+	switch (fid) {
+	case NVME_FEAT_ASYNC_EVENT:
+	case NVME_FEAT_KATO:
+		return FEAT_CTRL;
+	case NVME_FEAT_VOLATILE_WC:
+	case NVME_FEAT_NUM_QUEUES:
+	case NVME_FEAT_HOST_ID:
+		return c->subsys->discovery ? FEAT_NONE : FEAT_CTRL;
+	case NVME_FEAT_WRITE_PROTECT:
+		return c->subsys->discovery ? FEAT_NONE : FEAT_NS;
+	}
+	return FEAT_NONE;
+}
+
+/*
+ * A controller's feature takes NSID 0 or FFFFFFFFh (else Feature Not
+ * Namespace Specific); a namespace's, an active NSID (else Invalid Namespace
+ * or Format, FFFFFFFFh included, as nvmet answers).
+ */
+static uint16_t feat_nsid(struct nvmf_ctrl *c, enum feat_scope sc, uint32_t nsid,
+			  struct nvmf_ns **ns)
+{
+	if (sc == FEAT_NS) {
+		*ns = nvmf_ns_get(c->subsys, nsid);
+		return *ns ? NVME_SC_SUCCESS : NVME_SC_INVALID_NS | NVME_DNR;
+	}
+	if (nsid != 0 && nsid != NVME_NSID_ALL)
+		return NVME_SC_FEAT_NOT_NS | NVME_DNR;
+	return NVME_SC_SUCCESS;
+}
+
+/* Get Features, SEL = 3: nothing is saveable */
+static uint32_t feat_caps(uint8_t fid)
+{
+	switch (fid) {
+	case NVME_FEAT_NUM_QUEUES:
+	case NVME_FEAT_ASYNC_EVENT:
+	case NVME_FEAT_KATO:
+		return NVME_FEAT_CAP_CHANGEABLE;
+	case NVME_FEAT_WRITE_PROTECT:
+		return NVME_FEAT_CAP_CHANGEABLE | NVME_FEAT_CAP_NS;
+	}
+	/* the write cache's state is the backend's; the Host Identifier is Connect's */
+	return 0;
+}
+
 static uint16_t set_features(struct nvmf_queue *q, struct nvmf_req *req, uint64_t *res)
 {
 	struct nvmf_ctrl *c = q->ctrl;
 	struct nvmf_tgt *t = q->tgt;
 	const struct nvme_sqe *s = &req->sqe;
 	uint8_t fid = s->cdw10 & 0xff;
+	enum feat_scope sc = feat_scope(c, fid);
+	struct nvmf_ns *ns = NULL;
 	uint16_t st = NVME_SC_SUCCESS;
 	uint32_t v = s->cdw11;
 
-	if (fid != NVME_FEAT_NUM_QUEUES && fid != NVME_FEAT_ASYNC_EVENT && fid != NVME_FEAT_KATO)
-		return BAD_FIELD;
-	if (fid == NVME_FEAT_NUM_QUEUES && c->subsys->discovery)
+	/* Volatile Write Cache: WCE cannot be changed */
+	if (sc == FEAT_NONE || fid == NVME_FEAT_VOLATILE_WC)
 		return BAD_FIELD;
 	if (s->cdw10 & NVME_FEAT_SAVE)
 		return NVME_SC_FEAT_NOT_SAVEABLE | NVME_DNR;
-	if (s->nsid != 0 && s->nsid != NVME_NSID_ALL)
-		return NVME_SC_FEAT_NOT_NS | NVME_DNR;
+	/* over fabrics the Host Identifier is the one Connect gave */
+	if (fid == NVME_FEAT_HOST_ID)
+		return NVME_SC_CMD_SEQ_ERROR | NVME_DNR;
+	st = feat_nsid(c, sc, s->nsid, &ns);
+	if (st)
+		return st;
 	st = nvmf_sgl_expect(req, NVMF_XFER_NONE, 0);
 	if (st)
 		return st;
@@ -334,35 +494,72 @@ static uint16_t set_features(struct nvmf_queue *q, struct nvmf_req *req, uint64_
 		c->kato_ms = nvmf_kato_round(v);
 		c->ka_deadline = 0; /* re-armed by the next check */
 		break;
+	case NVME_FEAT_WRITE_PROTECT: {
+		/* NWPC: No Write Protect and Write Protect; not until power cycle, not permanent */
+		uint32_t wps = v & NVME_WP_MASK;
+		bool on = wps == NVME_WP_ON;
+
+		if (wps != NVME_WP_NONE && wps != NVME_WP_ON) {
+			st = BAD_FIELD;
+			break;
+		}
+		/*
+		 * I/O queues see the change with their next command; one already
+		 * decoded may still write. A change is a namespace attribute
+		 * change for every controller (Changed Namespace List, notice).
+		 */
+		if (atomic_load_explicit(&ns->wp, memory_order_relaxed) != on) {
+			atomic_store_explicit(&ns->wp, on, memory_order_relaxed);
+			nvmf_ns_changed_locked(t, ns->nsid);
+		}
+		break;
+	}
 	}
 	pthread_mutex_unlock(&t->lock);
 	return st;
 }
 
+/*
+ * Return: the status; *res the completion's DW0. Success with req->xfer.dir
+ * NVMF_XFER_TO_HOST (Host Identifier) means FILL.
+ */
 static uint16_t get_features(struct nvmf_queue *q, struct nvmf_req *req, uint64_t *res)
 {
 	struct nvmf_ctrl *c = q->ctrl;
 	struct nvmf_tgt *t = q->tgt;
 	const struct nvme_sqe *s = &req->sqe;
 	uint8_t fid = s->cdw10 & 0xff, sel = NVME_FEAT_SEL(s->cdw10);
+	enum feat_scope sc = feat_scope(c, fid);
+	struct nvmf_ns *ns = NULL;
 	uint16_t st;
 	uint32_t max = t->cfg.max_io_queues - 1u;
 
-	if (fid != NVME_FEAT_NUM_QUEUES && fid != NVME_FEAT_ASYNC_EVENT && fid != NVME_FEAT_KATO)
+	if (sc == FEAT_NONE || sel > NVME_SEL_CAPS)
 		return BAD_FIELD;
-	if ((fid == NVME_FEAT_NUM_QUEUES && c->subsys->discovery) || sel > NVME_SEL_CAPS)
-		return BAD_FIELD;
-	if (s->nsid != 0 && s->nsid != NVME_NSID_ALL)
-		return NVME_SC_FEAT_NOT_NS | NVME_DNR;
+	st = feat_nsid(c, sc, s->nsid, &ns);
+	if (st)
+		return st;
+	if (fid == NVME_FEAT_HOST_ID) {
+		/* 16 bytes of data, the 128-bit identifier only (EXHID) */
+		st = nvmf_sgl_expect(req, NVMF_XFER_TO_HOST, NVME_FEAT_HOST_ID_LEN);
+		if (!st && !(s->cdw11 & NVME_FEAT_HOST_ID_EXHID))
+			st = BAD_FIELD;
+		*res = 0;
+		return st;
+	}
 	st = nvmf_sgl_expect(req, NVMF_XFER_NONE, 0);
 	if (st)
 		return st;
 	if (sel == NVME_SEL_CAPS) {
-		*res = NVME_FEAT_CAP_CHANGEABLE;
+		*res = feat_caps(fid);
 		return NVME_SC_SUCCESS;
 	}
+	/* nothing is saveable: Saved is the default value */
 	pthread_mutex_lock(&t->lock);
 	switch (fid) {
+	case NVME_FEAT_VOLATILE_WC:
+		*res = t->cfg.volatile_cache ? 1 : 0; /* WCE: fixed, on when there is a cache */
+		break;
 	case NVME_FEAT_NUM_QUEUES: {
 		uint32_t n = sel == NVME_SEL_CURRENT ? c->nr_io_granted - 1u : max;
 
@@ -374,6 +571,11 @@ static uint16_t get_features(struct nvmf_queue *q, struct nvmf_req *req, uint64_
 		break;
 	case NVME_FEAT_KATO:
 		*res = sel == NVME_SEL_CURRENT ? c->kato_ms : 0;
+		break;
+	case NVME_FEAT_WRITE_PROTECT:
+		*res = sel == NVME_SEL_CURRENT && atomic_load_explicit(&ns->wp, memory_order_relaxed)
+			       ? NVME_WP_ON
+			       : NVME_WP_NONE;
 		break;
 	}
 	pthread_mutex_unlock(&t->lock);
@@ -447,7 +649,11 @@ enum nvmf_act nvmf_admin(struct nvmf_queue *q, struct nvmf_req *req, size_t caps
 		break;
 	case NVME_ADM_GET_FEATURES:
 		st = get_features(q, req, &res);
-		break;
+		if (st || req->xfer.dir != NVMF_XFER_TO_HOST)
+			break;
+		req->arg = res;
+		req->state = NVMF_RS_FILL;
+		return NVMF_ACT_FILL;
 	case NVME_ADM_KEEP_ALIVE:
 		st = nvmf_sgl_expect(req, NVMF_XFER_NONE, 0);
 		if (!st)
@@ -473,6 +679,11 @@ enum nvmf_act nvmf_admin_fill(struct nvmf_queue *q, struct nvmf_req *req, void *
 		log_fill(q, req, buf, len);
 		return nvmf_complete(q, req, NVME_SC_SUCCESS, 0);
 	}
+	if (req->sqe.opcode == NVME_ADM_GET_FEATURES) {
+		/* the Host Identifier: the controller's, from its Connect */
+		memcpy(buf, q->ctrl->hostid, NVME_FEAT_HOST_ID_LEN);
+		return nvmf_complete(q, req, NVME_SC_SUCCESS, req->arg);
+	}
 	memset(buf, 0, len);
 	switch (req->arg) {
 	case NVME_CNS_CTRL:
@@ -487,6 +698,8 @@ enum nvmf_act nvmf_admin_fill(struct nvmf_queue *q, struct nvmf_req *req, void *
 	case NVME_CNS_NS_DESC_LIST:
 		id_desc_list(nvmf_ns_get(q->ctrl->subsys, req->sqe.nsid), buf);
 		break;
+	case NVME_CNS_CS_CTRL:
+		break; /* all zero */
 	}
 	return nvmf_complete(q, req, NVME_SC_SUCCESS, 0);
 }

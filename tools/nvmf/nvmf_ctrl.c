@@ -103,6 +103,7 @@ struct nvmf_tgt *nvmf_tgt_create(const struct nvmf_tgt_config *cfg)
 		n->lbads = cfg->ns[i].block_size == 4096 ? 12 : 9;
 		n->nblocks = cfg->ns[i].nblocks;
 		n->backend = cfg->ns[i].backend;
+		atomic_init(&n->wp, false);
 		if (memcmp(cfg->ns[i].nguid, zero, 16))
 			memcpy(n->nguid, cfg->ns[i].nguid, 16);
 		else
@@ -533,11 +534,8 @@ void nvmf_post_event_locked(struct nvmf_ctrl *c, uint32_t dw0)
 		c->tgt->cfg.event_notify(c->tgt->cfg.event_arg, admin);
 }
 
-int nvmf_tgt_ns_changed(struct nvmf_tgt *t, uint32_t nsid)
+void nvmf_ns_changed_locked(struct nvmf_tgt *t, uint32_t nsid)
 {
-	if (!nvmf_ns_get(&t->nvm, nsid))
-		return -EINVAL;
-	pthread_mutex_lock(&t->lock);
 	for (int i = 0; i < t->cfg.max_ctrls; i++) {
 		struct nvmf_ctrl *c = t->ctrls[i];
 		bool listed = false;
@@ -560,6 +558,14 @@ int nvmf_tgt_ns_changed(struct nvmf_tgt *t, uint32_t nsid)
 							  (uint32_t)NVME_LOG_CHANGED_NS << 16);
 		}
 	}
+}
+
+int nvmf_tgt_ns_changed(struct nvmf_tgt *t, uint32_t nsid)
+{
+	if (!nvmf_ns_get(&t->nvm, nsid))
+		return -EINVAL;
+	pthread_mutex_lock(&t->lock);
+	nvmf_ns_changed_locked(t, nsid);
 	pthread_mutex_unlock(&t->lock);
 	return 0;
 }

@@ -66,8 +66,10 @@
  *
  * Reserved and unused fields are ignored, as the specification lets a
  * controller do, except where a status below names them (CC's reserved
- * bits, CATTR's, PSDT and FUSE). Ignored: MPTR; Identify's CNTID and CSI;
- * Get Log Page's LSP, LSI, UUID index and CSI; Read/Write's LR, PRINFO
+ * bits, CATTR's, PSDT and FUSE). Ignored: MPTR; Identify's CNTID, and
+ * its CSI but for CNS 06h; Get Log Page's LSI and UUID index, its LSP but
+ * the ANA log's RGO, its CSI but for Commands Supported and Effects, its
+ * NSID but for SMART / Health; Read/Write's LR, PRINFO
  * (no namespace has protection information), DSM hints, tags; the NSID of
  * Keep Alive, AER and Abort; the cntlid of the rdma_cm request.
  *
@@ -109,9 +111,21 @@
  *                   Feature Not Namespace Specific; Number of Queues with
  *                   I/O queues present: Command Sequence Error; an AER
  *                   beyond the limit: Asynchronous Event Request Limit
- *                   Exceeded.
+ *                   Exceeded. Identify CNS 06h of a command set other
+ *                   than NVM, SMART / Health with an NSID other than 0 or
+ *                   FFFFFFFFh (no per-namespace SMART), Set Features
+ *                   Volatile Write Cache (WCE is fixed), a write protection
+ *                   state other than none and on, Get Features Host
+ *                   Identifier without EXHID: Invalid Field; Commands
+ *                   Supported and Effects of another command set: Invalid
+ *                   Log Page; Set Features Host Identifier (Connect gave
+ *                   it): Command Sequence Error; Namespace Write Protection
+ *                   Config without an active NSID: Invalid Namespace or
+ *                   Format.
  *   I/O             see nvmf_io.c: Invalid Opcode, Command Sequence Error,
- *                   SGL statuses, Invalid Namespace or Format, Invalid Field
+ *                   SGL statuses, Invalid Namespace or Format, Namespace is
+ *                   Write Protected (Write, Write Zeroes, deallocation of a
+ *                   namespace a host protected), Invalid Field
  *                   (DTYPE, MDTS), LBA Out of Range, Data SGL Length Invalid.
  *                   Backend errors: Unrecovered Read Error / Write Fault,
  *                   Data Transfer Error, Capacity Exceeded, Internal Error

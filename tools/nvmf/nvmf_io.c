@@ -8,10 +8,12 @@
  * opcode (Invalid Opcode), controller ready (Command Sequence Error), SGL
  * descriptor (SGL Descriptor Type Invalid, SGL Offset Invalid, Data SGL
  * Length Invalid for in-capsule data past the advertised size), namespace
- * (Invalid Namespace or Format), command fields (Invalid Field), LBA range
- * (LBA Out of Range), MDTS (Invalid Field), then the SGL against the
- * transfer (Invalid Field for in-capsule data on a read, Data SGL Length
- * Invalid for a length that is not the transfer's). All with DNR.
+ * (Invalid Namespace or Format), write protection (Namespace is Write
+ * Protected: Write, Write Zeroes and a deallocating Dataset Management on a
+ * namespace the host protected, nvmf_admin.c), command fields (Invalid
+ * Field), LBA range (LBA Out of Range), MDTS (Invalid Field), then the SGL
+ * against the transfer (Invalid Field for in-capsule data on a read, Data
+ * SGL Length Invalid for a length that is not the transfer's). All with DNR.
  */
 #include <errno.h>
 #include <string.h>
@@ -100,6 +102,10 @@ enum nvmf_act nvmf_io(struct nvmf_queue *q, struct nvmf_req *req, size_t capsule
 		if (!ns)
 			return nvmf_complete(q, req, BAD(NVME_SC_INVALID_NS), 0);
 		req->io.backend = ns->backend;
+		if (atomic_load_explicit(&ns->wp, memory_order_relaxed) &&
+		    (c->opcode == NVME_IO_WRITE || c->opcode == NVME_IO_WRITE_ZEROES ||
+		     (c->opcode == NVME_IO_DSM && (c->cdw11 & NVME_DSM_AD))))
+			return nvmf_complete(q, req, BAD(NVME_SC_NS_WRITE_PROTECTED), 0);
 	}
 	req->io.nsid = c->nsid;
 

@@ -22,6 +22,8 @@
 #define NVMF_VS		    NVME_VS(1, 3, 0)
 #define NVMF_ABORT_LIMIT    3	/* ACL, 0's based */
 #define NVMF_EVENTS_MAX	    8	/* events waiting for an AER, per controller */
+#define NVMF_ANA_GRPID	    1	/* the one ANA group: every namespace, Optimized */
+#define NVMF_ANATT	    10	/* ANATT, seconds (no transition ever happens) */
 
 struct nvmf_ns {
 	uint32_t nsid;
@@ -29,6 +31,7 @@ struct nvmf_ns {
 	uint64_t nblocks;
 	void *backend;
 	uint8_t nguid[16];
+	_Atomic bool wp; /* [A] write protected (written with t->lock held) */
 };
 
 struct nvmf_subsys {
@@ -229,6 +232,15 @@ uint32_t nvmf_kato_round(uint32_t kato);
  * @dw0: the AER completion's DW0.
  */
 void nvmf_post_event_locked(struct nvmf_ctrl *c, uint32_t dw0);
+
+/**
+ * nvmf_ns_changed_locked - namespace @nsid's attributes changed: add it to
+ * the Changed Namespace List of every live controller of the NVM subsystem
+ * and post the notice where the host enabled it. t->lock held.
+ * @t: the target.
+ * @nsid: a namespace of t->nvm.
+ */
+void nvmf_ns_changed_locked(struct nvmf_tgt *t, uint32_t nsid);
 
 /**
  * nvmf_ctrl_stats - sum the counters of @c's queues, present and gone.
