@@ -133,19 +133,24 @@ nv_dmesg() {
 }
 
 nvnetem_b() {
-	local ctrl lines0
+	local ctrl lines0 rc=0
 	nvmf_connect "$PC_PAIR_PEER_ADDR" $NV_PORT $NV_NQN --keep-alive-tmo=30 \
 		--ctrl-loss-tmo=$NV_CRASH_LOSS_TMO --reconnect-delay=1
 	ctrl=$(nvmf_ctrl_of $NV_NQN)
 	lines0=$(dmesg | wc -l)
 	netem_on
 	snap nvnetem.before
-	nvmf_fio nvnetem --filename="$NVMF_DEV" --ioengine=libaio --direct=1 --name=randrw \
+	nv_fio_bg nvnetem --filename="$NVMF_DEV" --ioengine=libaio --direct=1 --name=randrw \
 		--rw=randrw --bs=4k --iodepth=32 --size=8M --randseed=11 --verify=crc32c \
 		--verify_fatal=1 --verify_state_save=0 --do_verify=1
+	wait "$IO_PID" || rc=$?
 	snap nvnetem.after
 	netem_off nvnetem
 	nv_dmesg "$ctrl" "$lines0" "$TMP/nvnetem.dmesg"
+	dmesg | tail -n +$((lines0 + 1)) >"$DIR/b.nvnetem.dmesg"
+	[ "$rc" = 0 ] || fail "b: nvnetem: fio exited $rc: $(tail -n 3 "$TMP/nvnetem.out"); the kernel: $(grep -v 'rdma_rxe\|rxe0' "$DIR/b.nvnetem.dmesg" | tail -n 8)"
+	jq -e '[.jobs[] | select(.error != 0)] | length == 0' "$TMP/nvnetem.json" >/dev/null ||
+		fail "b: nvnetem: fio reports an error: $(jq -c '[.jobs[] | .error]' "$TMP/nvnetem.json")"
 	# randrw covers the 8 MiB once (fio's random map): what it read plus
 	# what it wrote, and the verify reads back every block written
 	jq -e '.jobs[0] | .read.io_bytes == 8388608 and .write.io_bytes > 0 and
@@ -215,7 +220,12 @@ nvcrash_b() {
 	nvmf_fio nvcrash_v "${v[@]}" "${flushed[@]}" --verify_only=1
 	jq -e '.jobs[0].read.io_bytes == 4194304' "$TMP/nvcrash_v.json" >/dev/null ||
 		fail "b: nvcrash: fio --verify_only read $(jq '.jobs[0].read.io_bytes' "$TMP/nvcrash_v.json") bytes, expected 4 MiB"
-	nv_ok "nvcrash: the flushed 4 MiB read back intact after the restart (fio --verify_only, crc32c, 1024 blocks)"
+	# the check can fail: the 4 MiB after it were never written, and fail it
+	if timeout 300 fio --output-format=json --output="$TMP/nvcrash_neg.json" "${v[@]}" --name=never \
+		--offset=4M --size=4M --randseed=7 --verify_only=1 >"$TMP/nvcrash_neg.out" 2>&1; then
+		fail "b: nvcrash: fio --verify_only passed on a region never written: the check cannot fail"
+	fi
+	nv_ok "nvcrash: the flushed 4 MiB read back intact after the restart (fio --verify_only, crc32c, 1024 blocks; the same check fails on the 4 MiB never written)"
 	nvflap_b "$ctrl" "${v[@]}"
 	touch "$DIR/b.nvcrash.done"
 }
