@@ -111,7 +111,7 @@ nvmf_side_b() {
 nv_fio_bg() {
 	local name=$1
 	shift
-	timeout 600 fio --output-format=json --output="$TMP/$name.json" "$@" >"$TMP/$name.out" 2>&1 &
+	timeout "${NV_TIMEOUT:-600}" fio --output-format=json --output="$TMP/$name.json" "$@" >"$TMP/$name.out" 2>&1 &
 	IO_PID=$!
 }
 
@@ -140,7 +140,7 @@ nvnetem_b() {
 	lines0=$(dmesg | wc -l)
 	netem_on
 	snap nvnetem.before
-	nv_fio_bg nvnetem --filename="$NVMF_DEV" --ioengine=libaio --direct=1 --name=randrw \
+	NV_TIMEOUT=300 nv_fio_bg nvnetem --filename="$NVMF_DEV" --ioengine=libaio --direct=1 --name=randrw \
 		--rw=randrw --bs=4k --iodepth=32 --size=8M --randseed=11 --verify=crc32c \
 		--verify_fatal=1 --verify_state_save=0 --do_verify=1
 	wait "$IO_PID" || rc=$?
