@@ -257,6 +257,29 @@ static uint16_t good_read(struct host *h, uint16_t cid, uint64_t slba, uint32_t 
 }
 
 /*
+ * The good host: an admin queue and an I/O queue of a controller of its
+ * own (another host NQN than the hostile host's), which writes @data (ICD
+ * bytes, a pattern of @mul) in the capsule at @slba. Return: its cntlid.
+ */
+static uint16_t good_host(struct host *adm, struct host *io, uint8_t *data, unsigned int mul,
+			  uint64_t slba)
+{
+	static const char good_nqn[] = "nqn.2014-08.org.nvmexpress:uuid:host-good";
+	uint16_t gid = admin_ready_as(adm, 0, good_nqn);
+	struct nvme_sqe s;
+
+	host_connect(io, 1);
+	io->hostnqn = good_nqn;
+	ck_assert_uint_eq(connect_cmd(io, 1, gid, 0, NULL), NVME_SC_SUCCESS);
+	for (unsigned int i = 0; i < ICD; i++)
+		data[i] = (uint8_t)(i * mul + 1);
+	s = rw_sqe(NVME_IO_WRITE, 1, slba, ICD / 512);
+	t_incapsule(&s, 0, ICD);
+	ck_assert_uint_eq(status_of(io, &s, data, ICD), NVME_SC_SUCCESS);
+	return gid;
+}
+
+/*
  * Another host's controller, queues and data are not the hostile host's to
  * touch: an I/O queue Connect naming the good host's controller from
  * another host NQN is refused (Connect Invalid Parameters at the cntlid),
@@ -265,22 +288,13 @@ static uint16_t good_read(struct host *h, uint16_t cid, uint64_t slba, uint32_t 
  */
 START_TEST(test_other_host_unaffected)
 {
-	static const char good_nqn[] = "nqn.2014-08.org.nvmexpress:uuid:host-good";
 	struct host gadm, gio, hadm, hio, hsteal;
 	static uint8_t data[ICD], cap[64 + ICD + 16];
 	const uint8_t *got;
 	uint16_t gid, hid;
 	struct nvme_sqe s;
 
-	gid = admin_ready_as(&gadm, 0, good_nqn);
-	host_connect(&gio, 1);
-	gio.hostnqn = good_nqn;
-	ck_assert_uint_eq(connect_cmd(&gio, 1, gid, 0, NULL), NVME_SC_SUCCESS);
-	for (unsigned int i = 0; i < ICD; i++)
-		data[i] = (uint8_t)(i * 7 + 1);
-	s = rw_sqe(NVME_IO_WRITE, 1, 64, ICD / 512);
-	t_incapsule(&s, 0, ICD);
-	ck_assert_uint_eq(status_of(&gio, &s, data, ICD), NVME_SC_SUCCESS);
+	gid = good_host(&gadm, &gio, data, 7, 64);
 	ck_assert_uint_eq(good_read(&gio, 2, 64, ICD / 512, &got), NVME_SC_SUCCESS);
 	ck_assert_int_eq(memcmp(got, data, ICD), 0);
 
@@ -327,23 +341,13 @@ static bool log_has(const char *what);
  */
 START_TEST(test_bad_transfer)
 {
-	static const char good_nqn[] = "nqn.2014-08.org.nvmexpress:uuid:host-good";
 	struct host gadm, gio, hadm, hio;
 	static uint8_t data[ICD];
 	const uint8_t *got;
-	uint16_t gid, hid;
+	uint16_t hid;
 	struct nvme_sqe s;
 
-	gid = admin_ready_as(&gadm, 0, good_nqn);
-	host_connect(&gio, 1);
-	gio.hostnqn = good_nqn;
-	ck_assert_uint_eq(connect_cmd(&gio, 1, gid, 0, NULL), NVME_SC_SUCCESS);
-	for (unsigned int i = 0; i < ICD; i++)
-		data[i] = (uint8_t)(i * 5 + 3);
-	s = rw_sqe(NVME_IO_WRITE, 1, 128, ICD / 512);
-	t_incapsule(&s, 0, ICD);
-	ck_assert_uint_eq(status_of(&gio, &s, data, ICD), NVME_SC_SUCCESS);
-
+	good_host(&gadm, &gio, data, 5, 128);
 	hid = admin_ready(&hadm, 0);
 	for (unsigned int bad = 0; bad < 2; bad++) {
 		host_connect(&hio, 1);
