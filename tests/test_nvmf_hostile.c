@@ -350,8 +350,15 @@ START_TEST(test_bad_transfer)
 	good_host(&gadm, &gio, data, 5, 128);
 	hid = admin_ready(&hadm, 0);
 	for (unsigned int bad = 0; bad < 2; bad++) {
-		host_connect(&hio, 1);
-		ck_assert_uint_eq(connect_cmd(&hio, 1, hid, 0, NULL), NVME_SC_SUCCESS);
+		/*
+		 * a queue ID of its own each time: the closed queue's ID is free
+		 * again only once the target has taken its close, which the host
+		 * seeing DISCONNECTED does not wait for
+		 */
+		uint16_t qid = (uint16_t)(1 + bad);
+
+		host_connect(&hio, qid);
+		ck_assert_uint_eq(connect_cmd(&hio, qid, hid, 0, NULL), NVME_SC_SUCCESS);
 		if (bad == 0) { /* a Read into a bad rkey */
 			s = rw_sqe(NVME_IO_READ, 2, 128, 1);
 			nvme_sgl_set_keyed(&s.dptr, (uint64_t)(uintptr_t)(hio.p.mem + 64), 512,
