@@ -378,8 +378,9 @@ START_TEST(test_bad_transfer)
 		ck_assert_uint_eq(good_read(&gio, 5, 128, ICD / 512, &got), NVME_SC_SUCCESS);
 		ck_assert_int_eq(memcmp(got, data, ICD), 0);
 	}
-	ck_assert(log_has("remote access error") || log_has("REM_ACCESS") ||
-		  log_has("remote invalid request"));
+	/* the target says which transfer failed, and why */
+	ck_assert(log_has("RDMA_WRITE failed: remote access error"));
+	ck_assert(log_has("RDMA_READ failed: remote access error"));
 	fpeer_destroy(&hadm.p);
 	fpeer_destroy(&gio.p);
 	fpeer_destroy(&gadm.p);
