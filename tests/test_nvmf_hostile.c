@@ -13,6 +13,9 @@
  *  - another host's controller: a queue Connect naming it from another
  *    host NQN is refused, and the good host's queue and blocks (read back
  *    through a keyed SGL) are untouched by the hostile host's campaign;
+ *  - a transfer that fails (a Read to a bad rkey, a Write from an address
+ *    outside the host's memory) closes only its own queue: the controller's
+ *    admin queue and another host's queue go on;
  *  - a host that goes silent after asking for a 1 s keep-alive timeout:
  *    its controller expires and its queue is closed (the target says so).
  * Every check names the exact status. Runs inside tools/rxe-vm.
@@ -254,6 +257,29 @@ static uint16_t good_read(struct host *h, uint16_t cid, uint64_t slba, uint32_t 
 }
 
 /*
+ * The good host: an admin queue and an I/O queue of a controller of its
+ * own (another host NQN than the hostile host's), which writes @data (ICD
+ * bytes, a pattern of @mul) in the capsule at @slba. Return: its cntlid.
+ */
+static uint16_t good_host(struct host *adm, struct host *io, uint8_t *data, unsigned int mul,
+			  uint64_t slba)
+{
+	static const char good_nqn[] = "nqn.2014-08.org.nvmexpress:uuid:host-good";
+	uint16_t gid = admin_ready_as(adm, 0, good_nqn);
+	struct nvme_sqe s;
+
+	host_connect(io, 1);
+	io->hostnqn = good_nqn;
+	ck_assert_uint_eq(connect_cmd(io, 1, gid, 0, NULL), NVME_SC_SUCCESS);
+	for (unsigned int i = 0; i < ICD; i++)
+		data[i] = (uint8_t)(i * mul + 1);
+	s = rw_sqe(NVME_IO_WRITE, 1, slba, ICD / 512);
+	t_incapsule(&s, 0, ICD);
+	ck_assert_uint_eq(status_of(io, &s, data, ICD), NVME_SC_SUCCESS);
+	return gid;
+}
+
+/*
  * Another host's controller, queues and data are not the hostile host's to
  * touch: an I/O queue Connect naming the good host's controller from
  * another host NQN is refused (Connect Invalid Parameters at the cntlid),
@@ -262,22 +288,13 @@ static uint16_t good_read(struct host *h, uint16_t cid, uint64_t slba, uint32_t 
  */
 START_TEST(test_other_host_unaffected)
 {
-	static const char good_nqn[] = "nqn.2014-08.org.nvmexpress:uuid:host-good";
 	struct host gadm, gio, hadm, hio, hsteal;
 	static uint8_t data[ICD], cap[64 + ICD + 16];
 	const uint8_t *got;
 	uint16_t gid, hid;
 	struct nvme_sqe s;
 
-	gid = admin_ready_as(&gadm, 0, good_nqn);
-	host_connect(&gio, 1);
-	gio.hostnqn = good_nqn;
-	ck_assert_uint_eq(connect_cmd(&gio, 1, gid, 0, NULL), NVME_SC_SUCCESS);
-	for (unsigned int i = 0; i < ICD; i++)
-		data[i] = (uint8_t)(i * 7 + 1);
-	s = rw_sqe(NVME_IO_WRITE, 1, 64, ICD / 512);
-	t_incapsule(&s, 0, ICD);
-	ck_assert_uint_eq(status_of(&gio, &s, data, ICD), NVME_SC_SUCCESS);
+	gid = good_host(&gadm, &gio, data, 7, 64);
 	ck_assert_uint_eq(good_read(&gio, 2, 64, ICD / 512, &got), NVME_SC_SUCCESS);
 	ck_assert_int_eq(memcmp(got, data, ICD), 0);
 
@@ -306,6 +323,64 @@ START_TEST(test_other_host_unaffected)
 	s = t_sqe(NVME_ADM_KEEP_ALIVE, 7);
 	ck_assert_uint_eq(status_of(&gadm, &s, NULL, 0), NVME_SC_SUCCESS);
 	fpeer_destroy(&hio.p);
+	fpeer_destroy(&hadm.p);
+	fpeer_destroy(&gio.p);
+	fpeer_destroy(&gadm.p);
+}
+END_TEST
+
+static bool log_has(const char *what);
+
+/*
+ * A transfer that fails costs only its queue: a Read whose keyed SGL names
+ * a bad rkey (the target's RDMA WRITE meets a remote access error) and a
+ * Write whose keyed SGL names an address outside the host's registered
+ * memory (the RDMA READ fails) each close their own queue; the same
+ * controller's admin queue still answers, and another host's queue still
+ * serves its blocks as it wrote them.
+ */
+START_TEST(test_bad_transfer)
+{
+	struct host gadm, gio, hadm, hio;
+	static uint8_t data[ICD];
+	const uint8_t *got;
+	uint16_t hid;
+	struct nvme_sqe s;
+
+	good_host(&gadm, &gio, data, 5, 128);
+	hid = admin_ready(&hadm, 0);
+	for (unsigned int bad = 0; bad < 2; bad++) {
+		/*
+		 * a queue ID of its own each time: the closed queue's ID is free
+		 * again only once the target has taken its close, which the host
+		 * seeing DISCONNECTED does not wait for
+		 */
+		uint16_t qid = (uint16_t)(1 + bad);
+
+		host_connect(&hio, qid);
+		ck_assert_uint_eq(connect_cmd(&hio, qid, hid, 0, NULL), NVME_SC_SUCCESS);
+		if (bad == 0) { /* a Read into a bad rkey */
+			s = rw_sqe(NVME_IO_READ, 2, 128, 1);
+			nvme_sgl_set_keyed(&s.dptr, (uint64_t)(uintptr_t)(hio.p.mem + 64), 512,
+					   hio.p.mr->rkey ^ 0x5a5a00u, NVME_SGL_SUB_ADDRESS);
+		} else { /* a Write from past the end of the host's memory */
+			s = rw_sqe(NVME_IO_WRITE, 3, 256, 8);
+			nvme_sgl_set_keyed(&s.dptr,
+					   (uint64_t)(uintptr_t)hio.p.mem + hio.p.mr->length + 65536,
+					   4096, hio.p.mr->rkey, NVME_SGL_SUB_ADDRESS);
+		}
+		ck_assert_int_eq(host_cmd(&hio, &s, sizeof(s)), -ENOTCONN);
+		fpeer_destroy(&hio.p);
+		/* only that queue: the admin queue of the same controller still answers */
+		s = t_sqe(NVME_ADM_KEEP_ALIVE, 4);
+		ck_assert_uint_eq(status_of(&hadm, &s, NULL, 0), NVME_SC_SUCCESS);
+		/* and the other host's queue still serves what it wrote */
+		ck_assert_uint_eq(good_read(&gio, 5, 128, ICD / 512, &got), NVME_SC_SUCCESS);
+		ck_assert_int_eq(memcmp(got, data, ICD), 0);
+	}
+	/* the target says which transfer failed, and why */
+	ck_assert(log_has("RDMA_WRITE failed: remote access error"));
+	ck_assert(log_has("RDMA_READ failed: remote access error"));
 	fpeer_destroy(&hadm.p);
 	fpeer_destroy(&gio.p);
 	fpeer_destroy(&gadm.p);
@@ -413,6 +488,7 @@ int main(int argc, char **argv)
 	tcase_add_test(tc, test_bad_commands);
 	tcase_add_test(tc, test_capsule_too_long);
 	tcase_add_test(tc, test_other_host_unaffected);
+	tcase_add_test(tc, test_bad_transfer);
 	tcase_add_test(tc, test_keepalive_expiry);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

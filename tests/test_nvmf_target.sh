@@ -8,7 +8,7 @@
 # Everywhere: bad usage is refused with exit 2 and a message naming the option.
 # On the test bed (in the VM, tools/rxe-vm --modules nvme-rdma,...;
 # run-tests starts it so), twice: a 64 MiB RAM namespace (512 B blocks), then
-# a 64 MiB file (4 KiB blocks):
+# a 64 MiB file (4 KiB blocks) with only 4 staging buffers (--staging 4):
 #  - nvme discover lists the subsystem (rdma, this port);
 #  - nvme connect gives a device that nvme list shows, of exactly the size,
 #    and nvme id-ctrl / id-ns report the model, serial, NQN, MDTS, block
@@ -25,7 +25,9 @@
 #    flushes, zeroes and discards, and no failed transfer, failed backend
 #    operation or lost completion; every read of the RAM namespace was sent
 #    from the RAM disk in place (none of the file's); the file then holds
-#    what was written through the target (synced at exit).
+#    what was written through the target (synced at exit); on the file
+#    namespace, with 4 staging buffers for 32 commands in flight, commands
+#    waited for one (staging_waits, backpressure) and none failed.
 # On a host without RDMA: exit 77.
 set -u
 
@@ -220,12 +222,17 @@ serve() {
 	[ "$(counter reads)" -ge 100 ] && [ "$in_place" = "$want" ] ||
 		{ cat "$log"; fail "$what: reads $(counter reads), $in_place of them in place (want $want)"; }
 	ok "$what: reads $(counter reads), $in_place of them sent from the RAM disk in place"
+	if [ "$what" = file ]; then
+		[ "$(counter staging_waits)" -gt 0 ] ||
+			{ cat "$log"; fail "file: 4 staging buffers, 32 commands in flight, and no command waited"; }
+		ok "file: $(counter staging_waits) commands waited for one of the 4 staging buffers; none failed"
+	fi
 }
 
 serve ram $((64 << 20)) 9 --ram 64m
 
 dd if=/dev/zero of="$TMP/disk" bs=1M count=64 status=none || fail "cannot create $TMP/disk"
-serve file $((64 << 20)) 12 --file "$TMP/disk" --block-size 4096
+serve file $((64 << 20)) 12 --file "$TMP/disk" --block-size 4096 --staging 4
 # synced at exit: the file holds what the host wrote through the target
 cmp -i $((8 << 20)):0 -n $((1 << 20)) "$TMP/disk" "$TMP/keep" ||
 	fail "file: the backing file does not hold the 1 MiB written at 8 MiB"

@@ -11,6 +11,13 @@
 #           fio randread and randwrite 4 KiB at iodepth 32 for the figures;
 #           nvme disconnect removes one controller; SIGTERM: exit 0, no
 #           failed transfer or backend operation, no lost completion.
+#   nvnetem the same target, the host connected again with --ctrl-loss-tmo
+#           and --reconnect-delay: fio randrw 4 KiB at iodepth 32 with crc32c
+#           verify over 8 MiB while b's eth0 is under netem (0.5% loss,
+#           reordering): every block written reads back verified (a queue
+#           closed meanwhile, the host reconnects and requeues: the dmesg
+#           lines and the target's reasons are printed), netem dropped
+#           packets and b's rxe retried.
 #   nvcrash a file namespace (on a's /dev/shm), the host connected with
 #           --ctrl-loss-tmo and --reconnect-delay: fio writes a region with
 #           verify data, nvme flush; then fio writes and verifies another
@@ -23,6 +30,12 @@
 #           rping cannot connect either, the wire is what failed (see the
 #           crash phase of test_twohost.sh): the I/O then fails with EIO, never
 #           a verify error, and the phase says so.
+#   nvflap  last, on the same connection: fio randrw with crc32c verify on
+#           another region while b's eth0 goes down for 2 s: the controller
+#           survives or the host reconnects by itself (dmesg), and every block
+#           reads back verified; if the host cannot reconnect and rping cannot
+#           connect either, that is rxe after a flap (docs/reliability.md):
+#           the I/O fails with EIO, never a verify error.
 # Side functions run in the VMs (nvmf_side_a, nvmf_side_b), nvmf_check on the host.
 
 NV_NQN=nqn.2026-12.io.pollcore:twohost
@@ -85,9 +98,66 @@ nvmf_side_b() {
 		--name=randread --rw=randread --name=randwrite --stonewall --rw=randwrite
 	nvmf_disconnect $NV_NQN
 	nv_ok "nvmf: nvme disconnect: 1 controller, its device gone"
+	nvnetem_b
 	touch "$DIR/b.nvmf.done"
 	[ "$URING" = uring ] || return 0
 	nvcrash_b
+}
+
+# nv_fio_bg NAME FIO-ARGS...: fio in the background (IO_PID), its JSON in
+# TMP/NAME.json; nv_fio_wait NAME then gives its exit status. Not nvmf_fio:
+# its fail() in a subshell would fail the side for an outcome the caller
+# judges itself (EIO when the wire is gone).
+nv_fio_bg() {
+	local name=$1
+	shift
+	timeout "${NV_TIMEOUT:-600}" fio --output-format=json --output="$TMP/$name.json" "$@" >"$TMP/$name.out" 2>&1 &
+	IO_PID=$!
+}
+
+# nv_started DEV W0: until DEV has completed 256 writes more than W0
+# (60 s at most); false if fio (IO_PID) ended before.
+nv_started() {
+	for _ in $(seq 600); do
+		[ "$(nvmf_writes "$1")" -ge $(($2 + 256)) ] && break
+		kill -0 "$IO_PID" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	kill -0 "$IO_PID" 2>/dev/null
+}
+
+# nv_dmesg CTRL LINES0 FILE: what the kernel said of controller CTRL since
+# dmesg had LINES0 lines.
+nv_dmesg() {
+	dmesg | tail -n +$(($2 + 1)) | grep -F "nvme $1:" >"$3"
+}
+
+nvnetem_b() {
+	local ctrl lines0 rc=0
+	nvmf_connect "$PC_PAIR_PEER_ADDR" $NV_PORT $NV_NQN --keep-alive-tmo=30 \
+		--ctrl-loss-tmo=$NV_CRASH_LOSS_TMO --reconnect-delay=1
+	ctrl=$(nvmf_ctrl_of $NV_NQN)
+	lines0=$(dmesg | wc -l)
+	netem_on
+	snap nvnetem.before
+	NV_TIMEOUT=300 nv_fio_bg nvnetem --filename="$NVMF_DEV" --ioengine=libaio --direct=1 --name=randrw \
+		--rw=randrw --bs=4k --iodepth=32 --size=8M --randseed=11 --verify=crc32c \
+		--verify_fatal=1 --verify_state_save=0 --do_verify=1
+	wait "$IO_PID" || rc=$?
+	snap nvnetem.after
+	netem_off nvnetem
+	nv_dmesg "$ctrl" "$lines0" "$TMP/nvnetem.dmesg"
+	dmesg | tail -n +$((lines0 + 1)) >"$DIR/b.nvnetem.dmesg"
+	[ "$rc" = 0 ] || fail "b: nvnetem: fio exited $rc: $(tail -n 3 "$TMP/nvnetem.out"); the kernel: $(grep -v 'rdma_rxe\|rxe0' "$DIR/b.nvnetem.dmesg" | tail -n 8)"
+	jq -e '[.jobs[] | select(.error != 0)] | length == 0' "$TMP/nvnetem.json" >/dev/null ||
+		fail "b: nvnetem: fio reports an error: $(jq -c '[.jobs[] | .error]' "$TMP/nvnetem.json")"
+	# randrw covers the 8 MiB once (fio's random map): what it read plus
+	# what it wrote, and the verify reads back every block written
+	jq -e '.jobs[0] | .read.io_bytes == 8388608 and .write.io_bytes > 0 and
+		.write.io_bytes < 8388608' "$TMP/nvnetem.json" >/dev/null ||
+		fail "b: nvnetem: fio moved $(jq -c '.jobs[0] | {r: .read.io_bytes, w: .write.io_bytes}' "$TMP/nvnetem.json"), expected 8 MiB read (randrw and verify) and some written"
+	nv_ok "nvnetem: fio randrw 4 KiB iodepth 32 under netem, crc32c verify: $(jq -r '.jobs[0].write.io_bytes / 4096' "$TMP/nvnetem.json") blocks written, every one read back verified; controller $ctrl $(grep -c 'Successfully reconnected' "$TMP/nvnetem.dmesg") reconnects"
+	nvmf_disconnect $NV_NQN
 }
 
 nvcrash_b() {
@@ -113,14 +183,9 @@ nvcrash_b() {
 	# the I/O that the kill meets: 32 writes in flight, then a read-back of all
 	w0=$(nvmf_writes "$NVMF_DEV")
 	lines0=$(dmesg | wc -l)
-	(nvmf_fio nvcrash_io "${v[@]}" --name=inflight --offset=8M --size=16M --randseed=9 --do_verify=1) &
-	io_pid=$!
-	for _ in $(seq 1200); do
-		[ "$(nvmf_writes "$NVMF_DEV")" -ge $((w0 + 256)) ] && break
-		kill -0 "$io_pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -0 "$io_pid" 2>/dev/null || fail "b: fio ended before the kill (exit status below)"
+	nv_fio_bg nvcrash_io "${v[@]}" --name=inflight --offset=8M --size=16M --randseed=9 --do_verify=1
+	io_pid=$IO_PID
+	nv_started "$NVMF_DEV" "$w0" || fail "b: fio ended before the kill: $(tail -n 5 "$TMP/nvcrash_io.out")"
 	touch "$DIR/b.nvcrash.running"
 	await "$DIR/a.nvcrash.restarted" 300 || fail "b: a's target did not restart"
 	# still running: the kill met its I/O (a kill after its end leaves it done)
@@ -128,7 +193,7 @@ nvcrash_b() {
 	wait "$io_pid" || rc=$?
 	echo "$rc" >"$DIR/b.nvcrash.io.rc"
 	# what the kernel said of this controller since the kill
-	dmesg | tail -n +$((lines0 + 1)) | grep -F "nvme $ctrl:" >"$TMP/dmesg.out"
+	nv_dmesg "$ctrl" "$lines0" "$TMP/dmesg.out"
 	st=$(cat "/sys/class/nvme/$ctrl/state" 2>/dev/null || echo gone)
 	echo "$st" >"$DIR/b.nvcrash.state"
 	if [ "$rc" != 0 ]; then
@@ -155,32 +220,75 @@ nvcrash_b() {
 	nvmf_fio nvcrash_v "${v[@]}" "${flushed[@]}" --verify_only=1
 	jq -e '.jobs[0].read.io_bytes == 4194304' "$TMP/nvcrash_v.json" >/dev/null ||
 		fail "b: nvcrash: fio --verify_only read $(jq '.jobs[0].read.io_bytes' "$TMP/nvcrash_v.json") bytes, expected 4 MiB"
-	nv_ok "nvcrash: the flushed 4 MiB read back intact after the restart (fio --verify_only, crc32c, 1024 blocks)"
-	nvmf_disconnect $NV_NQN
+	# the check can fail: the 4 MiB after it were never written, and fail it
+	if timeout 300 fio --output-format=json --output="$TMP/nvcrash_neg.json" "${v[@]}" --name=never \
+		--offset=4M --size=4M --randseed=7 --verify_only=1 >"$TMP/nvcrash_neg.out" 2>&1; then
+		fail "b: nvcrash: fio --verify_only passed on a region never written: the check cannot fail"
+	fi
+	nv_ok "nvcrash: the flushed 4 MiB read back intact after the restart (fio --verify_only, crc32c, 1024 blocks; the same check fails on the 4 MiB never written)"
+	nvflap_b "$ctrl" "${v[@]}"
 	touch "$DIR/b.nvcrash.done"
 }
 
-# --- on the host ------------------------------------------------------------------------
-# nv_counters LOG: the last counters line of a pollcore-nvmf log has no failed
-# transfer or backend operation and no lost completion.
-nv_counters() {
-	local c line
-	line=$(grep -E '^pollcore-nvmf: worker 0: queues ' "$1" | tail -n 1)
-	[ -n "$line" ] || { show; fail "$1: no counters line"; }
-	for c in xfer_errors io_errors cqe_lost; do
-		[[ "$line" == *" $c 0 "* ]] || { show; fail "${1##*/}: $c is not 0: $line"; }
-	done
-	! grep -Eq '^pollcore-nvmf: worker [0-9]+: namespace ' "$1" ||
-		{ show; fail "${1##*/}: a backend operation failed"; }
+# nvflap_b CTRL FIO-ARGS...: last (on rxe a flap may leave the device unable
+# to connect), on the nvcrash connection: eth0 down for 2 s under fio randrw
+# with verify.
+nvflap_b() {
+	local ctrl=$1 w0 lines0 rc=0
+	shift
+	snap nvflap.before
+	w0=$(nvmf_writes "$NVMF_DEV")
+	lines0=$(dmesg | wc -l)
+	nv_fio_bg nvflap "$@" --name=flap --rw=randrw --offset=32M --size=24M --randseed=13 --do_verify=1
+	nv_started "$NVMF_DEV" "$w0" || fail "b: nvflap: fio ended before the flap: $(tail -n 5 "$TMP/nvflap.out")"
+	ip link set eth0 down
+	sleep 2
+	ip link set eth0 up
+	echo "eth0 down for 2 s at $(date +%T)" >"$DIR/b.nvflap.link"
+	wait "$IO_PID" || rc=$?
+	echo "$rc" >"$DIR/b.nvflap.io.rc"
+	snap nvflap.after
+	nv_dmesg "$ctrl" "$lines0" "$TMP/nvflap.dmesg"
+	cat "/sys/class/nvme/$ctrl/state" >"$DIR/b.nvflap.state" 2>/dev/null || echo gone >"$DIR/b.nvflap.state"
+	if [ "$rc" != 0 ]; then
+		netdiag nvflap.failed
+		timeout 60 rping -c -a "$PC_PAIR_PEER_ADDR" -p 7472 -C 3 >"$DIR/b.nvflap_rping.out" 2>&1
+		echo $? >"$DIR/b.nvflap_rping.rc"
+		timeout 60 nvme disconnect -n $NV_NQN >/dev/null 2>&1
+		return 0
+	fi
+	jq -e '.jobs[0] | .error == 0 and .read.io_bytes == 25165824 and .write.io_bytes > 0' \
+		"$TMP/nvflap.json" >/dev/null ||
+		fail "b: nvflap: fio moved $(jq -c '.jobs[0] | {e: .error, r: .read.io_bytes, w: .write.io_bytes}' "$TMP/nvflap.json"), expected 24 MiB read (randrw and verify)"
+	[ "$(< "$DIR/b.nvflap.state")" = live ] || fail "b: nvflap: controller $ctrl is $(< "$DIR/b.nvflap.state") after the I/O"
+	nv_ok "nvflap: $(< "$DIR/b.nvflap.link") under fio randrw with crc32c verify: $(jq -r '.jobs[0].write.io_bytes / 4096' "$TMP/nvflap.json") blocks written, every one read back verified; controller $ctrl live, $(grep -c 'Successfully reconnected' "$TMP/nvflap.dmesg") reconnects$(grep -m1 -o 'starting error recovery\|Reconnecting in.*' "$TMP/nvflap.dmesg" | sed 's/^/ (/;s/$/)/')"
+	nvmf_disconnect $NV_NQN
 }
 
-# nv_fig JOB: IOPS MiB/s p50 p99 (ms) of a job of the figures run.
+# --- on the host ------------------------------------------------------------------------
+# nv_counters LOG [COUNTER...]: the last counters line of a pollcore-nvmf log
+# has no failed transfer or backend operation and no lost completion (or
+# only these COUNTERs: a link flap may fail transfers in flight).
+nv_counters() {
+	local c line log=$1
+	shift
+	line=$(grep -E '^pollcore-nvmf: worker 0: queues ' "$log" | tail -n 1)
+	[ -n "$line" ] || { show; fail "$log: no counters line"; }
+	for c in xfer_errors io_errors cqe_lost; do
+		[[ " $* " == *" $c "* ]] && continue
+		[[ "$line" == *" $c 0 "* ]] || { show; fail "${log##*/}: $c is not 0: $line"; }
+	done
+	! grep -Eq '^pollcore-nvmf: worker [0-9]+: namespace ' "$log" ||
+		{ show; fail "${log##*/}: a backend operation failed"; }
+}
+
+# nv_fig JOB [RUN]: IOPS MiB/s p50 p99 (ms) of a job of the figures run (or of RUN).
 nv_fig() {
 	local side=read
-	[ "$1" = randwrite ] && side="write"
+	[ "$1" = randread ] || side="write"
 	jq -r --arg j "$1" --arg s "$side" '.jobs[] | select(.jobname == $j) | .[$s] |
 		"\(.iops) \(.bw) \(.clat_ns.percentile["50.000000"]) \(.clat_ns.percentile["99.000000"])"' \
-		"$DIR/b.nvmf/figures.json" |
+		"$DIR/b.nvmf/${2:-figures}.json" |
 		awk '{printf "%8d %8.2f %8.1f %8.1f", $1, $2 / 1024, $3 / 1e6, $4 / 1e6}'
 }
 
@@ -192,6 +300,7 @@ nvmf_check() {
 		{ show; fail "nvmf: the target saw no admin queue close"; }
 	grep '^ok: nvmf:' "$DIR/b.nvmf.ok"
 	echo "ok: nvmf: SIGTERM: exit 0; no failed transfer or backend operation, no lost completion"
+	nvnetem_check
 	if [ "$URING" != uring ]; then
 		echo "SKIP (part): nvcrash: pollcore-nvmf was built without liburing (no file namespace)"
 		return 0
@@ -222,7 +331,44 @@ nvmf_check() {
 	sed -n '/^--- SIGKILLed/,$p' "$DIR/a.nvcrash.server.out" >"$DIR/a.nvcrash.restart.out"
 	[ "$(grep -c ': queue [01] ([0-9]* entries) connected' "$DIR/a.nvcrash.restart.out")" -ge 2 ] ||
 		{ show; fail "nvcrash: the restarted target did not see the host's queues connect"; }
-	nv_counters "$DIR/a.nvcrash.restart.out"
 	grep '^ok: nvcrash:' "$DIR/b.nvmf.ok"
-	echo "ok: nvcrash: the restarted target served the reconnected queues; SIGTERM: exit 0, clean counters"
+	echo "ok: nvcrash: the restarted target served the reconnected queues; SIGTERM: exit 0"
+	nvflap_check
+}
+
+nvnetem_check() {
+	local dropped retries=0 v
+	grep '^ok: nvnetem:' "$DIR/b.nvmf.ok" || { show; fail "nvnetem: b did not finish the phase"; }
+	grep -q "netem.*loss 0.5%" "$DIR/b.nvnetem.qdisc" || fail "nvnetem: netem was not on b's eth0"
+	dropped=$(grep -o 'dropped [0-9]*' "$DIR/b.nvnetem.qdisc" | head -1 | grep -o '[0-9]*')
+	[ "${dropped:-0}" -gt 0 ] || fail "nvnetem: netem dropped no packet; the phase proved nothing"
+	for v in duplicate_request out_of_seq_request rcvd_seq_err completer_retry_err; do
+		retries=$((retries + $(delta b nvnetem "$v")))
+	done
+	[ "$retries" -gt 0 ] || fail "nvnetem: netem dropped $dropped packets but b's rxe counted no retry"
+	echo "ok: nvnetem: netem dropped $dropped packets, b's rxe retry counters +$retries"
+	grep -E 'no send completed|closed after|: queue [0-9]+ .*closed' "$DIR/a.nvmf.server.out" | sed 's/^/    a: /' | head -n 10
+	sed 's/^/    b: /' "$DIR/b.nvmf/nvnetem.dmesg" | head -n 10
+}
+
+nvflap_check() {
+	if [ "$(rc_of "$DIR/b.nvflap.io.rc")" = 0 ]; then
+		grep '^ok: nvflap:' "$DIR/b.nvmf.ok" || { show; fail "nvflap: b did not finish the phase"; }
+		# transfers in flight when the link went down may have failed: only theirs
+		nv_counters "$DIR/a.nvcrash.restart.out" xfer_errors
+		echo "ok: nvflap: the restarted target's SIGTERM counters: no failed backend operation, no lost completion"
+	else
+		# pollcore's promise: nothing read was wrong; whether a new connection can be
+		# made after a flap is the device's, and rping is the oracle
+		[ -s "$DIR/b.nvflap.link" ] || { show; fail "nvflap: fio failed before the flap"; }
+		jq -e '.jobs[0].error == 5' "$DIR/b.nvmf/nvflap.json" >/dev/null ||
+			{ show; fail "nvflap: fio failed (exit $(rc_of "$DIR/b.nvflap.io.rc")), not with EIO"; }
+		! grep -qi 'verify' "$DIR/b.nvmf/nvflap.out" || { show; fail "nvflap: fio reports a verify error"; }
+		[ "$(rc_of "$DIR/b.nvflap_rping.rc")" != 0 ] ||
+			{ show; fail "nvflap: the host did not reconnect in ${NV_CRASH_LOSS_TMO} s, but rping then could connect"; }
+		echo "ok (rxe limit): nvflap: $(< "$DIR/b.nvflap.link"): the host could not reconnect in" \
+			"${NV_CRASH_LOSS_TMO} s and neither could rping: rxe (kernel 6.1) after a flap under" \
+			"traffic (docs/reliability.md); the I/O failed with EIO, no verify error"
+		sed 's/^/    b: /' "$DIR/b.nvmf/nvflap.dmesg" | head -n 10
+	fi
 }

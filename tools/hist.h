@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tools/hist.h - the tools' latency histogram (pollcore-bench, pollcore-blk):
+ * tools/hist.h - the tools' latency histogram (pollcore-bench):
  * log-linear, exact below 256 ns, then 128 buckets per power of two; fixed
  * memory, one add per sample, no allocation. One thread writes a histogram;
  * merge them afterwards.

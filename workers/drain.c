@@ -139,7 +139,7 @@ void drain_begin(struct pc_worker *w, struct conn *c)
  * Retires whatever the flushes did not (the marker could not be posted, or
  * did not flush in time). Only once the device is done with them: the QP is
  * reset first, so it neither completes nor DMAs into what is given back (a
- * buffer reused at once, a pollcore-blk staging buffer, an application's
+ * buffer reused at once, a pollcore-nvmf staging buffer, an application's
  * pc_rdma() memory). A reset that fails with EIO or ENODEV says the device
  * is gone (removed, disassociated): it touches no memory any more either.
  * Any other failure keeps them where they are, their buffers kept from

@@ -22,7 +22,7 @@
 #include <stdio.h>
 
 #include "nvmf_ctrl.h"
-#include "../blk/store.h"
+#include "store.h"
 
 #define PROG "pollcore-nvmf"
 

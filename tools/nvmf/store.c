@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * tools/blk/store.c - NUMA-placed memory and the per-worker staging pool
- * (store.h), shared by pollcore-blk and pollcore-nvmf.
+ * tools/nvmf/store.c - NUMA-placed memory and the per-worker staging pool
+ * (store.h) of pollcore-nvmf.
  *
  * The pool is a stack of free buffer indexes and a FIFO of waiters: a
  * command that finds no buffer waits and is handed one, in arrival order,

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * tools/blk/backend_uring.c - the file and block-device backend (store.h)
- * of pollcore-blk and pollcore-nvmf: io_uring, one ring per worker and
+ * tools/nvmf/backend_uring.c - the file and block-device backend (store.h)
+ * of pollcore-nvmf: io_uring, one ring per worker and
  * backend, reaped by a poller on that worker.
  *
  * An operation's read, write, fdatasync or fallocate is queued as an SQE from the
@@ -75,7 +75,7 @@ struct uwq {
 	struct pc_poller *poller;
 	struct ufile *f;
 	const char *prog;
-	uint64_t fsyncs; /* fdatasync steps that succeeded (tests/test_blk_uring.c reads it) */
+	uint64_t fsyncs; /* fdatasync steps that succeeded (tests/test_nvmf_uring.c reads it) */
 };
 
 static struct io_uring_sqe *get_sqe(struct uwq *u)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * tools/blk/backend_ram.c - the RAM disk (store.h): one NUMA-local area,
+ * tools/nvmf/backend_ram.c - the RAM disk (store.h): one NUMA-local area,
  * placed at start on the workers' node; an operation is a memcpy (or
  * memset) on the worker and completes at once. FLUSH has nothing to do
  * (nothing survives the process: use a file for durability).

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * unit suite, white-box: tools/blk/backend_uring.c (the file backend of
- * pollcore-blk and pollcore-nvmf) on a real io_uring and a real file, with
+ * unit suite, white-box: tools/nvmf/backend_uring.c (the file backend of
+ * pollcore-nvmf) on a real io_uring and a real file, with
  * the worker's poller stubbed: the test runs the backend's poller itself
  * until an operation's done() comes. The backend's file is opened as
  * pollcore-nvmf opens it, in the build directory (ext4 or xfs: both
@@ -15,7 +15,7 @@
  *    the op in its error messages and resubmits it for the next range;
  *  - FLUSH completes one fdatasync step; a FUA WRITE none (RWF_DSYNC).
  */
-#include "../tools/blk/backend_uring.c"
+#include "../tools/nvmf/backend_uring.c"
 
 #include "pc_test.h"
 
@@ -77,7 +77,7 @@ static void setup(void)
 	const char *dir = pc_test_env("PC_BUILD_ROOT", ".");
 	int fd;
 
-	snprintf(path, sizeof(path), "%s/test_blk_uring.XXXXXX", dir);
+	snprintf(path, sizeof(path), "%s/test_nvmf_uring.XXXXXX", dir);
 	fd = mkstemp(path);
 	ck_assert_msg(fd >= 0, "mkstemp %s: %s", path, strerror(errno));
 	ck_assert_int_eq(ftruncate(fd, FILE_LEN), 0);
@@ -91,7 +91,7 @@ static void setup(void)
 	tfd = open(path, O_RDWR | O_CLOEXEC);
 	ck_assert_int_ge(tfd, 0);
 	memset(&be, 0, sizeof(be));
-	ck_assert_int_eq(blk_uring_open(&be, "test_blk_uring", path, BS), 0);
+	ck_assert_int_eq(blk_uring_open(&be, "test_nvmf_uring", path, BS), 0);
 	unlink(path); /* both descriptors are open: nothing is left behind, failed or not */
 	ck_assert_uint_eq(be.size, FILE_LEN);
 	stub_fn = NULL;

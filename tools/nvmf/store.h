@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tools/blk/store.h - the storage pieces pollcore-blk and pollcore-nvmf
- * share: the backends (backend_ram.c: a NUMA-local RAM disk; backend_uring.c:
- * a file or block device through io_uring, reaped by a poller on the
- * worker), NUMA-placed memory, and a per-worker pool of registered staging
+ * tools/nvmf/store.h - pollcore-nvmf's storage pieces: the backends
+ * (backend_ram.c: a NUMA-local RAM disk; backend_uring.c: a file or block
+ * device through io_uring, reaped by a poller on the worker), NUMA-placed
+ * memory, and a per-worker pool of registered staging
  * buffers with a FIFO of commands waiting for one (store.c).
  *
  * A backend operation is a struct blk_bio: the caller fills it, submits it
