@@ -489,6 +489,18 @@ enum nvmf_act nvmf_fabrics(struct nvmf_queue *q, struct nvmf_req *req, size_t ca
 
 /* ---- keep-alive ------------------------------------------------------------- */
 
+void nvmf_ctrl_kill_locked(struct nvmf_ctrl *c)
+{
+	atomic_store_explicit(&c->state, NVMF_CTRL_DEAD, memory_order_release);
+	/* release: a worker that sees the new generation sees the state */
+	atomic_fetch_add_explicit(&c->tgt->dead_gen, 1, memory_order_release);
+}
+
+uint32_t nvmf_tgt_dead_gen(struct nvmf_tgt *t)
+{
+	return atomic_load_explicit(&t->dead_gen, memory_order_acquire);
+}
+
 int nvmf_tgt_keepalive(struct nvmf_tgt *t, uint64_t now_ms, uint16_t *expired, int max)
 {
 	int n = 0;
@@ -510,7 +522,7 @@ int nvmf_tgt_keepalive(struct nvmf_tgt *t, uint64_t now_ms, uint16_t *expired, i
 		}
 		if (now_ms <= c->ka_deadline || n >= max)
 			continue;
-		atomic_store_explicit(&c->state, NVMF_CTRL_DEAD, memory_order_release);
+		nvmf_ctrl_kill_locked(c);
 		expired[n++] = c->cntlid;
 	}
 	pthread_mutex_unlock(&t->lock);

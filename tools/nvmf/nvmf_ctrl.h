@@ -60,7 +60,8 @@
  *   - RDMA READ / WRITE exactly (xfer.addr, xfer.key, xfer.len); send the
  *     CQE with Invalidate of xfer.key when xfer.invalidate (else the host
  *     invalidates itself).
- *   - Close a queue on CLOSE, on nvmf_queue_dead(), on a transfer error;
+ *   - Close a queue on CLOSE, on nvmf_queue_dead() (look again whenever
+ *     nvmf_tgt_dead_gen() changed), on a transfer error;
  *     then nvmf_queue_destroy() once no backend operation of it is pending.
  *   - Drive nvmf_tgt_keepalive() with a monotonic clock (every second).
  *
@@ -366,6 +367,20 @@ uint16_t nvmf_queue_cntlid(const struct nvmf_queue *q);
  * Return: true if the queue should be closed.
  */
 bool nvmf_queue_dead(const struct nvmf_queue *q);
+
+/**
+ * nvmf_tgt_dead_gen - a number that changes whenever a controller of @t
+ * goes dead (keep-alive expiry, admin queue destroyed).
+ * @t: the target.
+ *
+ * A worker keeps the value it last saw and, when it differs, looks at its
+ * queues with nvmf_queue_dead(): one load per loop turn instead of a clock
+ * read. A controller that died before the value was read is seen dead.
+ *
+ * Context: any thread.
+ * Return: the generation.
+ */
+uint32_t nvmf_tgt_dead_gen(struct nvmf_tgt *t);
 
 /* ---- commands ------------------------------------------------------------ */
 

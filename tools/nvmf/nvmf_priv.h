@@ -114,7 +114,11 @@ struct nvmf_tgt {
 	uint16_t next_cntlid;	  /* [L] */
 	uint64_t genctr;	  /* [L] discovery log generation */
 	int nr_queues;		  /* [L] queues alive, for nvmf_tgt_destroy() */
+	atomic_uint dead_gen;	  /* bumped [L] after a controller went DEAD */
 };
+
+/* @c is dead from now on; its queues' workers see it at their next look (t->lock held). */
+void nvmf_ctrl_kill_locked(struct nvmf_ctrl *c);
 
 /* req->state: where a command is in its cycle */
 enum nvmf_req_state {

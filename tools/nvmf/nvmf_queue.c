@@ -161,7 +161,7 @@ void nvmf_queue_destroy(struct nvmf_queue *q)
 			c->gone_stats[i] += atomic_load_explicit(&q->stats[i], memory_order_relaxed);
 		if (q->qid == 0) {
 			c->admin = NULL;
-			atomic_store_explicit(&c->state, NVMF_CTRL_DEAD, memory_order_release);
+			nvmf_ctrl_kill_locked(c);
 		} else {
 			c->ioq[q->qid] = NULL;
 			c->nr_ioq--;

@@ -68,7 +68,8 @@ struct nt_wq {
 	void *be[NT_MAX_NS];
 	struct nt_queue *queues;	/* every queue of this worker, until destroyed */
 	struct nt_queue *cqe_wait;	/* queues with completions waiting for a send buffer */
-	uint64_t next_check_ns;		/* the next look for dead controllers */
+	uint32_t dead_gen;		/* nvmf_tgt_dead_gen() at the last look for dead controllers */
+	bool reap;			/* a queue that is down has no command busy: free it */
 	atomic_uint events;		/* event_notify() was called: poll the admin queues */
 	struct pc_poller *poller;
 	struct nt_stats st;
