@@ -67,8 +67,11 @@ int main(int argc, char **argv)
 	}
 
 	dev = pc_dev_open(name, (uint8_t)port, (int)gid);
-	if (!dev)
-		return 1; /* pc_dev_open logged why */
+	if (!dev) {
+		fprintf(stderr, "pollcore-roundtrip: cannot open %s (port %u, gid index %u): %s\n",
+			name ? name : "the first RDMA device", port, gid, pc_last_error());
+		return 1;
+	}
 	ret = pc_loopback_create(dev, &lb, 64, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
 	if (ret)
 		goto out_dev;
