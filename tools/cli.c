@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static const char *prog = "pollcore";
 static void (*prog_usage)(FILE *f);
@@ -322,36 +323,55 @@ void cli_catch_stop(void (*fn)(int sig))
 
 /* --- JSON ------------------------------------------------------------------------------------ */
 
+static FILE *json_out; /* NULL: stdout */
+
+#define JOUT (json_out ? json_out : stdout)
+#define json_putc(c) fputc((c), JOUT)
+
+int cli_json_take_stdout(void)
+{
+	int fd = dup(STDOUT_FILENO);
+
+	fflush(stdout);
+	if (fd < 0 || !(json_out = fdopen(fd, "w")) || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+		if (fd >= 0 && !json_out)
+			close(fd);
+		json_out = NULL;
+		return -errno;
+	}
+	return 0;
+}
+
 void cli_json_str(const char *s)
 {
-	putchar('"');
+	json_putc('"');
 	for (; *s; s++) {
 		if (*s == '"' || *s == '\\')
-			printf("\\%c", *s);
+			fprintf(JOUT, "\\%c", *s);
 		else if ((unsigned char)*s < 0x20)
-			printf("\\u%04x", (unsigned char)*s);
+			fprintf(JOUT, "\\u%04x", (unsigned char)*s);
 		else
-			putchar(*s);
+			json_putc(*s);
 	}
-	putchar('"');
+	json_putc('"');
 }
 
 /* The comma before a member and its key. */
 static void member(struct cli_json *j, const char *key)
 {
 	if (j->more[j->depth])
-		fputs(", ", stdout);
+		fputs(", ", JOUT);
 	j->more[j->depth] = true;
 	if (key) {
 		cli_json_str(key);
-		fputs(": ", stdout);
+		fputs(": ", JOUT);
 	}
 }
 
 static void open_(struct cli_json *j, const char *key, char c)
 {
 	member(j, key);
-	putchar(c);
+	json_putc(c);
 	if (j->depth + 1 < PC_ARRAY_SIZE(j->more))
 		j->depth++;
 	j->more[j->depth] = false;
@@ -360,15 +380,15 @@ static void open_(struct cli_json *j, const char *key, char c)
 void cli_json_begin(struct cli_json *j)
 {
 	*j = (struct cli_json){ 0 };
-	putchar('{');
+	json_putc('{');
 }
 
 void cli_json_end(struct cli_json *j)
 {
 	while (j->depth)
 		cli_json_close(j, '}');
-	puts("}");
-	fflush(stdout);
+	fputs("}\n", JOUT);
+	fflush(JOUT);
 }
 
 void cli_json_object(struct cli_json *j, const char *key)
@@ -383,7 +403,7 @@ void cli_json_array(struct cli_json *j, const char *key)
 
 void cli_json_close(struct cli_json *j, char c)
 {
-	putchar(c);
+	json_putc(c);
 	if (j->depth)
 		j->depth--;
 }
@@ -391,22 +411,22 @@ void cli_json_close(struct cli_json *j, char c)
 void cli_json_u64(struct cli_json *j, const char *key, uint64_t v)
 {
 	member(j, key);
-	printf("%" PRIu64, v);
+	fprintf(JOUT, "%" PRIu64, v);
 }
 
 void cli_json_i64(struct cli_json *j, const char *key, int64_t v)
 {
 	member(j, key);
-	printf("%" PRId64, v);
+	fprintf(JOUT, "%" PRId64, v);
 }
 
 void cli_json_num(struct cli_json *j, const char *key, double v)
 {
 	member(j, key);
 	if (isfinite(v))
-		printf("%.6g", v);
+		fprintf(JOUT, "%.6g", v);
 	else
-		fputs("null", stdout);
+		fputs("null", JOUT);
 }
 
 void cli_json_string(struct cli_json *j, const char *key, const char *s)
@@ -415,13 +435,13 @@ void cli_json_string(struct cli_json *j, const char *key, const char *s)
 	if (s)
 		cli_json_str(s);
 	else
-		fputs("null", stdout);
+		fputs("null", JOUT);
 }
 
 void cli_json_bool(struct cli_json *j, const char *key, bool v)
 {
 	member(j, key);
-	fputs(v ? "true" : "false", stdout);
+	fputs(v ? "true" : "false", JOUT);
 }
 
 void cli_json_workers(struct cli_json *j, const struct pc_engine *e)

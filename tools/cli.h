@@ -211,6 +211,15 @@ void cli_catch_stop(void (*fn)(int sig));
 void cli_json_str(const char *s);
 
 /**
+ * cli_json_take_stdout - keep stdout for the JSON object alone: what the
+ * tool prints on stdout from now on (its own lines, the library's) goes to
+ * stderr. For a server with --json, which prints its figures at the end.
+ *
+ * Return: 0 or a negative errno (then nothing changed).
+ */
+int cli_json_take_stdout(void);
+
+/**
  * struct cli_json - a JSON object printed on stdout as it is built.
  * @depth: objects and arrays open.
  * @more: per depth, whether a member was printed already (a comma is due).
