@@ -155,7 +155,7 @@ serve() {
 side_a() {
 	local phase t
 	for phase in clean netem; do
-		serve "$phase" "$ECHO" server --bind "$PC_TEST_ADDR" --no-numa
+		serve "$phase" "$ECHO" server --addr "$PC_TEST_ADDR" --no-numa
 	done
 	serve blk "$BLK" server --addr "$PC_TEST_ADDR" --ram 64M --no-numa
 

@@ -121,7 +121,7 @@ int cli_u32(const char *opt, const char *s, uint32_t min, uint32_t max, uint32_t
 	char *end;
 
 	if (!whole(s, &v, &end) || *end || v < min || v > max) {
-		cli_usage_error("%s: '%s' is not a whole number from %u to %u", opt, s, min, max);
+		cli_usage_error("%s: '%s' is not a number from %u to %u", opt, s, min, max);
 		return -1;
 	}
 	*out = (uint32_t)v;
