@@ -48,7 +48,7 @@ trap cleanup EXIT
 # --- usage (no device needed) ------------------------------------------------------------
 usage_error() {
 	pc_usage_error "$1" "$NVMF" "${@:2}"
-	grep -q '^usage: pollcore-nvmf --addr' "$TMP/u.stderr" ||
+	grep -q '^usage: pollcore-nvmf .*--addr' "$TMP/u.stderr" ||
 		fail "pollcore-nvmf ${*:2}: no usage text on stderr"
 }
 usage_error "--addr is missing" --nqn "$NQN" --ram 1m
