@@ -239,6 +239,35 @@ int cli_common_opt(struct cli_common *c, int opt, const char *arg)
 	return -1;
 }
 
+int cli_other_opt(struct cli_common *c, int opt, const char *mode, char **argv)
+{
+	int ret;
+
+	if (opt == 'h') {
+		if (prog_usage)
+			prog_usage(stdout);
+		exit(0);
+	}
+	if (opt == '?' || opt == ':')
+		return cli_bad_option(mode, argv);
+	ret = cli_common_opt(c, opt, optarg);
+	if (ret < 0) /* an entry of the tool's table that its switch forgot */
+		return cli_usage_error("%s: option not handled", argv[optind - 1]);
+	return ret;
+}
+
+int cli_client_addr(struct cli_common *c, int argc, char **argv)
+{
+	if (optind < argc && !c->addr)
+		c->addr = argv[optind++];
+	if (!c->addr)
+		return cli_usage_error("client: the server address is missing (e.g. "
+				       "fe80::ff:fe00:1%%d0)");
+	if (optind != argc)
+		return cli_usage_error("client: unexpected argument '%s'", argv[optind]);
+	return 0;
+}
+
 void cli_engine_params(struct cli_common *c, struct pc_engine_params *p)
 {
 	c->devices[0] = c->device;

@@ -139,6 +139,30 @@ int cli_seconds(const char *opt, const char *s, double min, double max, double *
 int cli_common_opt(struct cli_common *c, int opt, const char *arg);
 
 /**
+ * cli_other_opt - the end of a tool's option switch: -h prints the usage
+ * on stdout and exits 0; '?' and ':' (unknown option, missing value) are a
+ * usage error naming the option; the rest goes to cli_common_opt().
+ * @c: the values.
+ * @opt: what getopt_long() returned.
+ * @mode: "server", "client" or NULL, named in a usage error.
+ * @argv: the arguments getopt_long() read.
+ *
+ * Return: 0 handled, CLI_EXIT_USAGE after a usage error.
+ */
+int cli_other_opt(struct cli_common *c, int opt, const char *mode, char **argv);
+
+/**
+ * cli_client_addr - a client's server address: --addr, or else the one
+ * argument left after the options.
+ * @c: the values; @c->addr is set.
+ * @argc: argument count.
+ * @argv: the arguments getopt_long() read (optind after the options).
+ *
+ * Return: 0, or CLI_EXIT_USAGE (no address, or an argument too many).
+ */
+int cli_client_addr(struct cli_common *c, int argc, char **argv);
+
+/**
  * cli_engine_params - the shared options' part of an engine's parameters:
  * devices, workers per device, idle mode, no_numa.
  * @c: the values.

@@ -240,14 +240,8 @@ static int run_server(int argc, char **argv)
 			if (parse_u32("--raw-depth", optarg, 0, 1024, &s.raw_depth))
 				return 2;
 			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		case '?':
-		case ':':
-			return cli_bad_option("server", argv);
 		default:
-			if (cli_common_opt(&o, c, optarg))
+			if (cli_other_opt(&o, c, "server", argv))
 				return 2;
 		}
 	}
@@ -804,24 +798,13 @@ static int run_client(int argc, char **argv)
 			if (parse_u32("--window", optarg, 1, MAX_WINDOW, &o.window))
 				return 2;
 			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		case '?':
-		case ':':
-			return cli_bad_option("client", argv);
 		default:
-			if (cli_common_opt(&o.c, c, optarg))
+			if (cli_other_opt(&o.c, c, "client", argv))
 				return 2;
 		}
 	}
-	if (optind < argc && !o.c.addr)
-		o.c.addr = argv[optind++];
-	if (!o.c.addr)
-		return bad_usage(
-		    "client: the server address is missing (e.g. fe80::ff:fe00:1%%d0)");
-	if (optind != argc)
-		return bad_usage("client: unexpected argument '%s'", argv[optind]);
+	if (cli_client_addr(&o.c, argc, argv))
+		return 2;
 	log = o.c.json ? stderr : stdout;
 
 	cl.count = o.count;

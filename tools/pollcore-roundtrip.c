@@ -66,11 +66,8 @@ int main(int argc, char **argv)
 		case O_GID: if (cli_u32("--gid-index", optarg, 0, 65535, &gid)) return 2; break;
 		case 'n': if (cli_u32("--count", optarg, 1, UINT32_MAX, &count)) return 2; break;
 		case 's': if (cli_size32("--size", optarg, 8, 1u << 30, &size)) return 2; break;
-		case 'h': usage(stdout); return 0;
-		case '?': case ':': return cli_bad_option(NULL, argv);
 		default:
-			ret = cli_common_opt(&c, o, optarg);
-			if (ret)
+			if (cli_other_opt(&c, o, NULL, argv))
 				return CLI_EXIT_USAGE;
 		}
 	}

@@ -386,12 +386,9 @@ static int parse(int argc, char **argv, bool server, struct parsed *p)
 					 p->o.rx_depth);
 		return 0;
 	}
-	if (optind < argc && !p->o.addr)
-		p->o.addr = argv[optind++];
-	if (!p->o.addr)
-		return bad_usage("client: the server address is missing (e.g. fe80::ff:fe00:1%%d0)");
-	if (optind != argc)
-		return bad_usage("client: unexpected argument '%s'", argv[optind]);
+	if (cli_client_addr(&p->c, argc, argv))
+		return 2;
+	p->o.addr = p->c.addr;
 	return finish_client(p);
 }
 

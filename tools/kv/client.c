@@ -345,24 +345,13 @@ int kv_client(int argc, char **argv)
 			if (cli_u32("--cancel-every", optarg, 0, UINT32_MAX, &cl.cancel_every))
 				return 2;
 			break;
-		case 'h':
-			kv_usage(stdout);
-			return 0;
-		case '?':
-		case ':':
-			return cli_bad_option("client", argv);
 		default:
-			if (cli_common_opt(&o, c, optarg))
+			if (cli_other_opt(&o, c, "client", argv))
 				return 2;
 		}
 	}
-	if (optind < argc && !o.addr)
-		o.addr = argv[optind++];
-	if (!o.addr)
-		return cli_usage_error(
-		    "client: the server address is missing (e.g. fe80::ff:fe00:1%%d0)");
-	if (optind != argc)
-		return cli_usage_error("client: unexpected argument '%s'", argv[optind]);
+	if (cli_client_addr(&o, argc, argv))
+		return 2;
 	if (cl.nkeys < cl.nconns * cl.depth)
 		return cli_usage_error("client: --keys %u is fewer than the %u calls in flight",
 				       cl.nkeys, cl.nconns * cl.depth);

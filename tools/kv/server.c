@@ -339,14 +339,8 @@ int kv_server(int argc, char **argv)
 			if (cli_u32("--stall-every", optarg, 0, UINT32_MAX, &srv.stall_every))
 				return 2;
 			break;
-		case 'h':
-			kv_usage(stdout);
-			return 0;
-		case '?':
-		case ':':
-			return cli_bad_option("server", argv);
 		default:
-			if (cli_common_opt(&o, c, optarg))
+			if (cli_other_opt(&o, c, "server", argv))
 				return 2;
 		}
 	}

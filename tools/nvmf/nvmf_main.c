@@ -178,14 +178,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			if (parse_u32("--staging", optarg, 1, 4096, &o->staging))
 				return 2;
 			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		case '?':
-		case ':':
-			return cli_bad_option(NULL, argv);
 		default:
-			if (cli_common_opt(&o->c, c, optarg))
+			if (cli_other_opt(&o->c, c, NULL, argv))
 				return 2;
 		}
 	}
