@@ -99,7 +99,7 @@ PT_BWLS=$(pt_rate bw64lsrq) || fail "no ib_send_bw -l 32 --use-srq result: $(cat
 # --- pollcore-echo ---------------------------------------------------------------------------
 # start_server ARGS...: pollcore-echo server in the background, listening.
 start_server() {
-	"$ECHO" server --bind "$ADDR" --no-numa "$@" >"$TMP/server.out" 2>&1 &
+	"$ECHO" server --addr "$ADDR" --no-numa "$@" >"$TMP/server.out" 2>&1 &
 	SRV_PID=$!
 	for i in $(seq 600); do
 		grep -q 'listening on' "$TMP/server.out" && return 0
@@ -142,10 +142,10 @@ pc lat64 --size 64 --count "$N_LAT" --window 1
 pc rate1 --size 64 --count "$N_BW" --window 32
 pc rate2 --size 64 --count $((N_BW / 2)) --connections 2 --window 32
 stop_server ""
-echo "== pollcore-echo on $ADDR (--hybrid: idle workers sleep on completion events)"
-start_server --hybrid
-pc hlat8 --size 8 --count "$N_LAT" --window 1 --hybrid
-pc hrate1 --size 64 --count "$N_BW" --window 32 --hybrid
+echo "== pollcore-echo on $ADDR (--idle hybrid: idle workers sleep on completion events)"
+start_server --idle hybrid
+pc hlat8 --size 8 --count "$N_LAT" --window 1 --idle hybrid
+pc hrate1 --size 64 --count "$N_BW" --window 32 --idle hybrid
 stop_server " (hybrid)"
 
 # --- the table ----------------------------------------------------------------------------------

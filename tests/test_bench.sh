@@ -37,7 +37,7 @@ server or client|
 address is missing|client
 --size|client $ADDR --size 0
 --mode|client $ADDR --mode fly
---count and --duration|client $ADDR -n 5 -D 1
+--count and --time|client $ADDR -n 5 -D 1
 --inline|client $ADDR --inline 2000
 --post-batch|client $ADDR --mode rpc --post-batch 8
 --json|server --json
@@ -49,7 +49,7 @@ say "usage errors: exit 2, naming the option"
 PORT=$((19000 + RANDOM % 1000))
 serve() { # serve ARGS...: a server of its own on the next port, listening
 	PORT=$((PORT + 1))
-	"$BENCH" server --bind "$ADDR" --port "$PORT" --no-numa "$@" >"$WORK/server" 2>&1 &
+	"$BENCH" server --addr "$ADDR" --port "$PORT" --no-numa "$@" >"$WORK/server" 2>&1 &
 	SERVER=$!
 	for _ in $(seq 1200); do
 		grep -q 'listening on' "$WORK/server" && return 0

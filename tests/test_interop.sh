@@ -39,9 +39,9 @@ usage_error "--port: '0' is not a number from 1 to 65535" server --port 0
 usage_error "--port: '65536' is not a number from 1 to 65535" client "$ADDR" --port 65536
 usage_error "--count: 'ten' is not a number" client "$ADDR" --count ten
 usage_error "--count: '-1' is not a number" client "$ADDR" --count -1
-usage_error "--size: '0' is not a number from 1 to 1048576" client "$ADDR" --size 0
+usage_error "--size: '0' is not a size from 1 to 1048576" client "$ADDR" --size 0
 usage_error "--window: '65' is not a number from 1 to 64" client "$ADDR" --window 65
-usage_error "--max-size: '0' is not a number" server --max-size 0
+usage_error "--max-size: '0' is not a size" server --max-size 0
 usage_error "unknown option or missing value: '--bogus'" server --bogus
 usage_error "unknown option or missing value: '--connections'" client "$ADDR" --connections
 "$ECHO" --help >"$TMP/u.stdout" 2>&1 || fail "pollcore-echo --help exited non-zero"
@@ -63,7 +63,7 @@ done
 start_server() {
 	local name=$1 i
 	shift
-	"$ECHO" server --bind "$ADDR" --no-numa "$@" >"$TMP/$name.out" 2>&1 &
+	"$ECHO" server --addr "$ADDR" --no-numa "$@" >"$TMP/$name.out" 2>&1 &
 	SRV_PID=$!
 	for i in $(seq 600); do
 		grep -q 'listening on' "$TMP/$name.out" && return 0

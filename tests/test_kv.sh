@@ -40,8 +40,8 @@ usage_error() { pc_usage_error "$1" "$KV" "${@:2}"; }
 usage_error "missing mode" 
 usage_error "unknown mode 'proxy'" proxy
 usage_error "the server address is missing" client
-usage_error "--depth: '0' is not a number from 1 to 128" client x --depth 0
-usage_error "--depth: '129' is not a number from 1 to 128" client x --depth 129
+usage_error "--window: '0' is not a number from 1 to 128" client x --window 0
+usage_error "--window: '129' is not a number from 1 to 128" client x --window 129
 usage_error "--keys 10 is fewer than the 16 calls in flight" client x --keys 10
 usage_error "unknown option or missing value: '--bogus'" server --bogus
 usage_error "unexpected argument 'extra'" server extra
@@ -68,7 +68,7 @@ jqt() {
 	r=$(jq -e "$2" "$1" 2>&1) || fail "$3: jq '$2' on $(basename "$1") gave '$r'"
 }
 
-"$KV" client "$ADDR" --port $PORT --connections 8 --depth 16 --time 4 --timeout-ms 200 \
+"$KV" client "$ADDR" --port $PORT --connections 8 --window 16 --time 4 --timeout-ms 200 \
 	--json --no-numa >"$TMP/client.json" 2>"$TMP/client.err"
 rc=$?
 [ "$rc" = 0 ] || fail "the client exited $rc"
@@ -84,14 +84,14 @@ jqt "$J" '.allocs >= .calls and .enobufs < .allocs / 100' "pc_msg_alloc starved 
 jqt "$J" '.eagain == 0' "pc_call() refused a call (-EAGAIN): the client would have had to retry"
 ok "$(jq -r '"\(.calls) calls: \(.ops) answered, \(.timeouts) timed out, \(.cancelled) cancelled, \(.mismatches) mismatches; ENOBUFS \(.enobufs) of \(.allocs) allocations"' "$J")"
 
-"$KV" client "$ADDR" --port $PORT --connections 2 --depth 4 --time 1 --no-numa \
+"$KV" client "$ADDR" --port $PORT --connections 2 --window 4 --time 1 --no-numa \
 	>"$TMP/client2.out" 2>&1 || fail "a second client against the same server failed"
 grep -q '^answered .* 0 mismatches' "$TMP/client2.out" || fail "the second client says no mismatch count"
 ok "a second client, its own keys: every value checked"
 
 # More calls in flight than the window (64): those beyond wait in the engine, deadlines
 # running, while stalled GETs hold places; the client never meets -EAGAIN and never retries.
-"$KV" client "$ADDR" --port $PORT --connections 2 --depth 100 --time 3 --timeout-ms 200 \
+"$KV" client "$ADDR" --port $PORT --connections 2 --window 100 --time 3 --timeout-ms 200 \
 	--json --no-numa >"$TMP/client3.json" 2>"$TMP/client3.err" ||
 	fail "a client with 100 calls in flight per connection failed: $(cat "$TMP/client3.err")"
 J=$TMP/client3.json

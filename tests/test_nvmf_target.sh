@@ -50,14 +50,14 @@ trap cleanup EXIT
 # --- usage (no device needed) ------------------------------------------------------------
 usage_error() {
 	pc_usage_error "$1" "$NVMF" "${@:2}"
-	grep -q '^usage: pollcore-nvmf --addr' "$TMP/u.stderr" ||
+	grep -q '^usage: pollcore-nvmf .*--addr' "$TMP/u.stderr" ||
 		fail "pollcore-nvmf ${*:2}: no usage text on stderr"
 }
 usage_error "--addr is missing" --nqn "$NQN" --ram 1m
 usage_error "--nqn is missing" --addr "$ADDR" --ram 1m
 usage_error "no namespace: give --ram SIZE or --file PATH" --addr "$ADDR" --nqn "$NQN"
 usage_error "--ram: '1k' is not a size from 1048576" --addr "$ADDR" --nqn "$NQN" --ram 1k
-usage_error "--block-size: '1024' is neither 512 nor 4096" --addr "$ADDR" --nqn "$NQN" --ram 1m --block-size 1024
+usage_error "--bs: '1024' is neither 512 nor 4096" --addr "$ADDR" --nqn "$NQN" --ram 1m --bs 1024
 usage_error "--in-capsule: '100' is not a multiple of 16" --addr "$ADDR" --nqn "$NQN" --ram 1m --in-capsule 100
 usage_error "--max-queue-depth: '1' is not a number from 2 to 1024" --addr "$ADDR" --nqn "$NQN" --ram 1m --max-queue-depth 1
 usage_error "--port: '0' is not a number from 1 to 65535" --addr "$ADDR" --nqn "$NQN" --ram 1m --port 0
@@ -232,7 +232,7 @@ serve() {
 serve ram $((64 << 20)) 9 --ram 64m
 
 dd if=/dev/zero of="$TMP/disk" bs=1M count=64 status=none || fail "cannot create $TMP/disk"
-serve file $((64 << 20)) 12 --file "$TMP/disk" --block-size 4096 --staging 4
+serve file $((64 << 20)) 12 --file "$TMP/disk" --bs 4096 --staging 4
 # synced at exit: the file holds what the host wrote through the target
 cmp -i $((8 << 20)):0 -n $((1 << 20)) "$TMP/disk" "$TMP/keep" ||
 	fail "file: the backing file does not hold the 1 MiB written at 8 MiB"

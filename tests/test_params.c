@@ -14,6 +14,7 @@
  */
 #include <pollcore/engine.h>
 #include <pollcore/pool.h>
+#include <pollcore/poller.h>
 #include <pollcore/stats.h>
 
 #include <errno.h>
@@ -118,8 +119,10 @@ END_TEST
 /* A NULL engine (one that could not be created) gets EINVAL, or an empty answer, never a crash. */
 START_TEST(test_null_engine)
 {
+	struct pc_engine_info info;
 	struct pc_worker_stats st;
 	struct pc_msg *msgs[1];
+	char buf[64];
 
 	ck_assert_int_eq(pc_engine_print_stats(NULL, stdout), -EINVAL);
 	ck_assert_int_eq(pc_engine_stats(NULL, 0, &st), -EINVAL);
@@ -135,6 +138,14 @@ START_TEST(test_null_engine)
 	ck_assert_int_eq(pc_app_detach(NULL), -EINVAL);
 	ck_assert_int_eq(pc_app_poll(NULL, msgs, 1), -EINVAL);
 	ck_assert_uint_eq(pc_engine_for_each_conn(NULL, NULL, NULL), 0);
+	info.size = sizeof(info);
+	ck_assert_int_eq(pc_engine_info(NULL, &info), -EINVAL);
+	errno = 0;
+	ck_assert_ptr_null(pc_engine_worker(NULL, 0));
+	ck_assert_int_eq(errno, EINVAL);
+	errno = 0;
+	ck_assert_ptr_null(pc_engine_mem_reg(NULL, NULL, buf, sizeof(buf), 0));
+	ck_assert_int_eq(errno, EINVAL);
 	pc_engine_destroy(NULL);
 }
 END_TEST

@@ -110,7 +110,7 @@ ok "perf probe added every sdt_pollcore event"
 
 # The server under perf record, so every probe it fires is captured, from the first SRQ fill on.
 perf record -q -N -o "$TMP/perf.data" -e 'sdt_pollcore:*' -- \
-	"$ECHO" server --bind "$ADDR" --port "$PORT" --no-numa >"$TMP/server.out" 2>&1 &
+	"$ECHO" server --addr "$ADDR" --port "$PORT" --no-numa >"$TMP/server.out" 2>&1 &
 PERF_PID=$!
 for _ in $(seq 600); do
 	grep -q 'listening on' "$TMP/server.out" && break

@@ -584,7 +584,7 @@ START_TEST(test_echo_tool_window)
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
-		execl(bin, bin, "server", "--bind", pc_test_addr(), "--port", port, "--no-numa",
+		execl(bin, bin, "server", "--addr", pc_test_addr(), "--port", port, "--no-numa",
 		      "--raw-depth", "64", (char *)NULL);
 		_exit(127);
 	}

@@ -60,7 +60,7 @@ fi
 
 start_server() {
 	local i
-	"$ECHO" server --bind "$ADDR" --port $PORT --no-numa >"$TMP/server.out" 2>&1 &
+	"$ECHO" server --addr "$ADDR" --port $PORT --no-numa >"$TMP/server.out" 2>&1 &
 	SRV_PID=$!
 	for i in $(seq 600); do
 		grep -q 'listening on' "$TMP/server.out" && return 0

@@ -114,9 +114,14 @@ xml=$(ls "$T"/*.xml | head -n 1)
 must_fail "$TMP/missing.xml" "$TOOL" --xml "$TMP/missing.xml"
 echo "not xml" >"$TMP/bad.xml"
 must_fail "$TMP/bad.xml" "$TOOL" --xml "$TMP/bad.xml" --json
-must_fail "--workers '0'" "$TOOL" --xml "$xml" --workers 0
-must_fail "--workers 'x'" "$TOOL" --xml "$xml" --workers x
+must_fail "--workers: '0'" "$TOOL" --xml "$xml" --workers 0
+must_fail "--workers: 'x'" "$TOOL" --xml "$xml" --workers x
 must_fail "unexpected argument 'extra'" "$TOOL" --xml "$xml" extra
+# usage errors exit 2 (docs/tools.md), a failure 1
+rc=0; "$TOOL" --xml "$xml" --workers 0 >/dev/null 2>&1 || rc=$?
+[ "$rc" = 2 ] || fail "--workers 0: exit $rc, expected 2 (bad usage)"
+rc=0; "$TOOL" --xml "$TMP/missing.xml" >/dev/null 2>&1 || rc=$?
+[ "$rc" = 1 ] || fail "a missing XML file: exit $rc, expected 1 (failed)"
 
 # A device with no PCI parent, placed through a fake sysfs (rule netdev).
 node=$(hwloc-calc --if xml -i "$xml" all --intersect NUMAnode --po | tr ',' '\n' | tail -n 1)

@@ -139,7 +139,7 @@ serve() {
 side_a() {
 	local phase t
 	for phase in clean netem; do
-		serve "$phase" "$ECHO" server --bind "$PC_TEST_ADDR" --no-numa
+		serve "$phase" "$ECHO" server --addr "$PC_TEST_ADDR" --no-numa
 	done
 
 	# perftest servers; their side channel arrives over IPv6 through the relay

@@ -55,7 +55,7 @@ nvmf_side_a() {
 	# to the kernel, as it would a disk's contents)
 	truncate -s 64M /dev/shm/nvcrash.img
 	local tgt=("$NVMF" --addr "$PC_TEST_ADDR" --port "$NV_PORT" --nqn "$NV_NQN"
-		--file /dev/shm/nvcrash.img --block-size 4096 --no-numa)
+		--file /dev/shm/nvcrash.img --bs 4096 --no-numa)
 	start_srv nvcrash "${tgt[@]}"
 	netdiag nvcrash.before_kill
 	touch "$DIR/a.nvcrash.listening"

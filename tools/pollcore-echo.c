@@ -2,14 +2,17 @@
 /*
  * pollcore-echo - an echo RPC server and a checking, measuring client.
  *
- *   pollcore-echo server [--bind ADDR] [--port P] [--workers N] [--max-size S] [--no-numa]
- *                        [--busy | --hybrid] [--corrupt-every K] [--raw-depth D]
- *   pollcore-echo client ADDR [--port P] [--count N] [--size S] [--connections C]
- *                             [--window W] [--workers N] [--no-numa] [--busy | --hybrid]
+ *   pollcore-echo server [--addr ADDR] [--port P] [--device NAME] [--workers N]
+ *                        [--max-size S] [--no-numa] [--idle busy|hybrid|auto]
+ *                        [--corrupt-every K] [--raw-depth D] [--json]
+ *   pollcore-echo client ADDR [--port P] [--device NAME] [--count N] [--size S]
+ *                             [--connections C] [--window W] [--workers N] [--no-numa]
+ *                             [--idle busy|hybrid|auto] [--json]
  *
- * --no-numa leaves the workers unpinned (client and server on one machine);
- * idle workers then sleep on completion events, and busy-poll when pinned
- * (PC_IDLE_AUTO); --busy and --hybrid force one or the other.
+ * The options follow docs/tools.md (tools/cli.h). --no-numa leaves the
+ * workers unpinned (client and server on one machine); with --idle auto
+ * (the default) idle workers then sleep on completion events, and
+ * busy-poll when pinned; --idle busy and hybrid force one or the other.
  *
  * The server runs in handler mode and echoes every message verbatim on the
  * worker that received it: a request with pc_reply(), anything else with
@@ -56,41 +59,32 @@
 #define MAX_WINDOW 64u
 #define STALL_S	   30 /* the client gives up after this long without a response */
 
+enum { O_MAXSIZE = CLI_TOOL_FIRST, O_CORRUPT, O_RAWDEPTH };
+
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: " PROG
-		" server [--bind ADDR] [--port P] [--workers N] [--max-size S] [--no-numa]\n"
-		"                            [--busy | --hybrid] [--corrupt-every K] [--raw-depth D]\n"
-		"       " PROG " client ADDR [--port P] [--count N] [--size S] [--connections C]\n"
-		"                            [--window W] [--workers N] [--no-numa] [--busy | --hybrid]\n"
-		"defaults: port %d, workers 1, max-size 4096, raw-depth %u; client: count 10000 per\n"
-		"connection, size 64, connections 1, window 16 (at most 64)\n",
+		"usage: " PROG " server [-a|--addr ADDR] [-p|--port P] [-d|--device NAME] [-w|--workers N]\n"
+		"                            [--max-size S] [-N|--no-numa] [--idle busy|hybrid|auto]\n"
+		"                            [--corrupt-every K] [--raw-depth D] [-j|--json]\n"
+		"       " PROG " client ADDR [-p|--port P] [-d|--device NAME] [-n|--count N] [-s|--size S]\n"
+		"                            [-q|--connections C] [-W|--window W] [-w|--workers N]\n"
+		"                            [-N|--no-numa] [--idle busy|hybrid|auto] [-j|--json]\n"
+		"defaults: port %d, workers 1, idle auto, max-size 4096, raw-depth %u; client: count\n"
+		"10000 per connection, size 64, connections 1, window 16 (at most 64). Sizes take\n"
+		"k and m suffixes. Exit: 0 done, 1 failed, 2 bad usage.\n",
 		DEFAULT_PORT, DEFAULT_RAW_DEPTH);
 }
 
-#define bad_usage(...) cli_bad_usage(PROG, usage, __VA_ARGS__)
+#define bad_usage(...) cli_usage_error(__VA_ARGS__)
+#define parse_u32 cli_u32
 
-/* getopt_long() found an unknown option or one without its value. */
-static int bad_option(const char *mode, const char *arg)
-{
-	return bad_usage("%s: unknown option or missing value: '%s'", mode, arg);
-}
-
-static int parse_u32(const char *opt, const char *s, uint32_t min, uint32_t max, uint32_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (*s == '\0' || *s == '-' || *end != '\0' || errno || v < min || v > max) {
-		bad_usage("%s: '%s' is not a number from %u to %u", opt, s, min, max);
-		return -1;
-	}
-	*out = (uint32_t)v;
-	return 0;
-}
+static const struct cli_alias aliases[] = {
+	{ "--bind", "--addr" },
+	{ "--busy", "--idle=busy" },
+	{ "--hybrid", "--idle=hybrid" },
+	{ NULL },
+};
 
 static uint64_t now_ns(void)
 {
@@ -112,6 +106,7 @@ static uint32_t bufs_for(uint32_t size, uint32_t floor)
 /* --- the server ----------------------------------------------------------------------------- */
 
 struct server {
+	FILE *log;		/* stdout; stderr with --json */
 	uint32_t corrupt_every;
 	uint32_t raw_depth;
 	char raw_tag;		/* pc_conn_user() of a raw peer's connection */
@@ -130,15 +125,15 @@ static void srv_on_conn(struct pc_conn *conn, enum pc_conn_event ev, void *arg)
 	pc_conn_info(conn, &ci);
 	if (ev == PC_CONN_UP) {
 		atomic_fetch_add_explicit(&s->up, 1, memory_order_relaxed);
-		printf(PROG " server: %s qp 0x%x: connected (%s peer) on worker %d\n", ci.device,
+		fprintf(s->log, PROG " server: %s qp 0x%x: connected (%s peer) on worker %d\n", ci.device,
 		       ci.qp_num, ci.raw ? "raw" : "pollcore", ci.worker);
 	} else {
 		atomic_fetch_add_explicit(&s->down, 1, memory_order_relaxed);
-		printf(PROG " server: %s qp 0x%x: closed after %" PRIu64 " messages in, %" PRIu64
+		fprintf(s->log, PROG " server: %s qp 0x%x: closed after %" PRIu64 " messages in, %" PRIu64
 			    " out\n",
 		       ci.device, ci.qp_num, ci.msgs_recv, ci.msgs_sent);
 	}
-	fflush(stdout);
+	fflush(s->log);
 }
 
 /* Control thread: a raw peer gets its own receive queue of raw_depth buffers. */
@@ -215,74 +210,50 @@ static void srv_on_msg(struct pc_msg *m, void *arg)
 static int run_server(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"bind", required_argument, NULL, 'b'},
-	    {"port", required_argument, NULL, 'p'},
-	    {"workers", required_argument, NULL, 'w'},
-	    {"max-size", required_argument, NULL, 'm'},
-	    {"no-numa", no_argument, NULL, 'N'},
-	    {"corrupt-every", required_argument, NULL, 'C'},
-	    {"hybrid", no_argument, NULL, 'H'},
-	    {"busy", no_argument, NULL, 'B'},
-	    {"raw-depth", required_argument, NULL, 'R'},
-	    {"help", no_argument, NULL, 'h'},
+	    CLI_OPT_ADDR, CLI_OPT_PORT, CLI_OPT_DEVICE, CLI_OPT_WORKERS, CLI_OPT_NONUMA,
+	    CLI_OPT_IDLE, CLI_OPT_JSON, CLI_OPT_HELP,
+	    {"max-size", required_argument, NULL, O_MAXSIZE},
+	    {"corrupt-every", required_argument, NULL, O_CORRUPT},
+	    {"raw-depth", required_argument, NULL, O_RAWDEPTH},
 	    {0},
 	};
-	uint32_t port = DEFAULT_PORT, workers = 1, max_size = 4096;
+	struct cli_common o = { .port = DEFAULT_PORT, .workers = 1 };
 	struct pc_engine_params p = { .size = sizeof(p) };
-	const char *bind = NULL;
+	uint32_t max_size = 4096, workers;
 	struct server s = { .raw_depth = DEFAULT_RAW_DEPTH };
 	struct pc_engine *e;
+	struct cli_json j;
 	sigset_t sigs;
 	int c, sig;
 
-	while ((c = getopt_long(argc, argv, "b:p:w:m:NC:HBR:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":a:p:d:w:Njh", opts, NULL)) != -1) {
 		switch (c) {
-		case 'b':
-			bind = optarg;
-			break;
-		case 'p':
-			if (parse_u32("--port", optarg, 1, 65535, &port))
+		case O_MAXSIZE:
+			if (cli_size32("--max-size", optarg, 1, MAX_MSG, &max_size))
 				return 2;
 			break;
-		case 'w':
-			if (parse_u32("--workers", optarg, 1, 64, &workers))
-				return 2;
-			break;
-		case 'm':
-			if (parse_u32("--max-size", optarg, 1, MAX_MSG, &max_size))
-				return 2;
-			break;
-		case 'N':
-			p.no_numa = true;
-			break;
-		case 'H':
-			p.idle = PC_IDLE_HYBRID;
-			break;
-		case 'B':
-			p.idle = PC_IDLE_BUSY;
-			break;
-		case 'C':
+		case O_CORRUPT:
 			if (parse_u32("--corrupt-every", optarg, 1, UINT32_MAX, &s.corrupt_every))
 				return 2;
 			break;
-		case 'R':
+		case O_RAWDEPTH:
 			if (parse_u32("--raw-depth", optarg, 0, 1024, &s.raw_depth))
 				return 2;
 			break;
-		case 'h':
-			usage(stdout);
-			return 0;
 		default:
-			return bad_option("server", argv[optind - 1]);
+			if (cli_other_opt(&o, c, "server", argv))
+				return 2;
 		}
 	}
 	if (optind != argc)
 		return bad_usage("server: unexpected argument '%s'", argv[optind]);
+	workers = o.workers;
+	s.log = o.json ? stderr : stdout;
 
 	/* the workers and the control thread inherit this: signals come to sigwait() */
 	cli_block_stop_signals(&sigs);
 
-	p.workers_per_device = workers;
+	cli_engine_params(&o, &p);
 	p.msg_size = max_size;
 	p.rx_bufs = bufs_for(max_size, 256);
 	/* echoes travel in the received buffers; raw peers' in send buffers */
@@ -294,29 +265,37 @@ static int run_server(int argc, char **argv)
 	p.on_conn = srv_on_conn;
 	p.on_msg = srv_on_msg;
 	p.arg = &s;
-	e = pc_engine_create(&p);
-	if (!e) {
-		fprintf(stderr, PROG " server: cannot start the engine: %s\n", pc_last_error());
+	e = cli_engine_start("server", &p);
+	if (!e)
 		return 1;
-	}
-	if (pc_listen(e, bind, (uint16_t)port)) {
-		fprintf(stderr, PROG " server: cannot listen on %s port %u: %s\n",
-			bind ? bind : "any address", port, pc_last_error());
+	if (cli_listen(e, "server", &o)) {
 		pc_engine_destroy(e);
 		return 1;
 	}
-	printf(PROG " server: listening on %s port %u (%u worker%s, messages up to %u bytes)\n",
-	       bind ? bind : "any address", pc_listen_port(e), workers, workers > 1 ? "s" : "",
-	       max_size);
-	fflush(stdout);
+	/* with --json the figures at the end are stdout's only line */
+	fprintf(o.json ? stderr : stdout,
+		PROG " server: listening on %s port %u (%u worker%s, messages up to %u bytes)\n",
+		o.addr ? o.addr : "any address", pc_listen_port(e), workers, workers > 1 ? "s" : "",
+		max_size);
+	fflush(o.json ? stderr : stdout);
 
-	while (sigwait(&sigs, &sig))
-		;
-	printf(PROG " server: %s: %lu messages (%lu bytes) echoed on %u connections, "
-		    "%lu errors\n",
-	       strsignal(sig), atomic_load(&s.msgs), atomic_load(&s.bytes), atomic_load(&s.up),
-	       atomic_load(&s.errors));
-	pc_engine_print_stats(e, stdout);
+	sig = cli_wait_stop(&sigs, NULL, 0, NULL);
+	if (o.json) {
+		cli_json_begin(&j);
+		cli_json_string(&j, "signal", strsignal(sig));
+		cli_json_u64(&j, "messages", atomic_load(&s.msgs));
+		cli_json_u64(&j, "bytes", atomic_load(&s.bytes));
+		cli_json_u64(&j, "connections", atomic_load(&s.up));
+		cli_json_u64(&j, "errors", atomic_load(&s.errors));
+		cli_json_workers(&j, e);
+		cli_json_end(&j);
+	} else {
+		printf(PROG " server: %s: %lu messages (%lu bytes) echoed on %u connections, "
+			    "%lu errors\n",
+		       strsignal(sig), atomic_load(&s.msgs), atomic_load(&s.bytes),
+		       atomic_load(&s.up), atomic_load(&s.errors));
+		pc_engine_print_stats(e, stdout);
+	}
 	fflush(stdout);
 	pc_engine_destroy(e);
 	return 0;
@@ -544,10 +523,8 @@ release:
 }
 
 struct client_opts {
-	const char *addr;
-	uint32_t port, count, size, nconns, window, workers;
-	bool no_numa;
-	enum pc_idle idle;
+	struct cli_common c;
+	uint32_t count, size, nconns, window;
 };
 
 static int cmp_u32(const void *a, const void *b)
@@ -566,7 +543,34 @@ static double pct_us(const uint32_t *sorted, size_t n, double p)
 	return (double)sorted[i] / 1e3;
 }
 
-static void print_results(struct client *cl, uint64_t t0)
+static void print_json(struct client *cl, double secs, const uint32_t *sorted, size_t n,
+		       uint64_t shorts)
+{
+	struct cli_json j;
+
+	cli_json_begin(&j);
+	cli_json_u64(&j, "requests", n);
+	cli_json_u64(&j, "connections", cl->nconns);
+	cli_json_u64(&j, "size", cl->size);
+	cli_json_u64(&j, "window", cl->window);
+	cli_json_num(&j, "seconds", secs);
+	cli_json_num(&j, "rate", secs > 0 ? (double)n / secs : 0.0);
+	cli_json_num(&j, "mb_s", secs > 0 ? (double)n * cl->size / secs / 1e6 : 0.0);
+	if (sorted) {
+		cli_json_object(&j, "lat_us");
+		cli_json_num(&j, "p50", pct_us(sorted, n, 0.5));
+		cli_json_num(&j, "p99", pct_us(sorted, n, 0.99));
+		cli_json_num(&j, "p999", pct_us(sorted, n, 0.999));
+		cli_json_num(&j, "min", (double)sorted[0] / 1e3);
+		cli_json_num(&j, "max", (double)sorted[n - 1] / 1e3);
+		cli_json_close(&j, '}');
+	}
+	cli_json_u64(&j, "send_buffer_short", shorts);
+	cli_json_string(&j, "check", "ok");
+	cli_json_end(&j);
+}
+
+static void print_results(struct client *cl, uint64_t t0, bool json)
 {
 	size_t n = (size_t)cl->count * cl->nconns, k = 0;
 	uint64_t t_end = t0;
@@ -582,6 +586,18 @@ static void print_results(struct client *cl, uint64_t t0)
 		shorts += cl->cc[i].alloc_short;
 	}
 	secs = (double)(t_end - t0) / 1e9;
+	if (json) {
+		if (all) {
+			for (i = 0; i < cl->nconns; i++) {
+				memcpy(all + k, cl->cc[i].lat_ns, cl->count * sizeof(*all));
+				k += cl->count;
+			}
+			qsort(all, n, sizeof(*all), cmp_u32);
+		}
+		print_json(cl, secs, all, n, shorts);
+		free(all);
+		return;
+	}
 	printf("requests     %zu (%u connection%s x %u, %u bytes, window %u), every byte checked\n",
 	       n, cl->nconns, cl->nconns > 1 ? "s" : "", cl->count, cl->size, cl->window);
 	printf("elapsed      %.3f s\n", secs);
@@ -743,42 +759,38 @@ static uint32_t client_tx_bufs(uint32_t per_worker_need)
 static int run_client(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"port", required_argument, NULL, 'p'},   {"count", required_argument, NULL, 'n'},
-	    {"size", required_argument, NULL, 's'},   {"connections", required_argument, NULL, 'c'},
-	    {"window", required_argument, NULL, 'W'}, {"workers", required_argument, NULL, 'w'},
-	    {"no-numa", no_argument, NULL, 'N'},      {"hybrid", no_argument, NULL, 'H'},
-	    {"busy", no_argument, NULL, 'B'},	      {"help", no_argument, NULL, 'h'},
+	    CLI_OPT_ADDR, CLI_OPT_PORT, CLI_OPT_DEVICE, CLI_OPT_WORKERS, CLI_OPT_NONUMA,
+	    CLI_OPT_IDLE, CLI_OPT_JSON, CLI_OPT_HELP,
+	    {"count", required_argument, NULL, 'n'},
+	    {"size", required_argument, NULL, 's'},
+	    {"connections", required_argument, NULL, 'q'},
+	    {"window", required_argument, NULL, 'W'},
 	    {0},
 	};
-	struct client_opts o = {.port = DEFAULT_PORT,
+	struct client_opts o = {.c = {.port = DEFAULT_PORT, .workers = 1},
 				.count = 10000,
 				.size = 64,
 				.nconns = 1,
-				.window = 16,
-				.workers = 1};
+				.window = 16};
 	struct pc_engine_params p = { .size = sizeof(p) };
 	struct client cl = {0};
-	struct sigaction sa = {.sa_handler = on_signal};
 	struct pc_engine *e = NULL;
+	FILE *log;
 	uint64_t t0;
 	unsigned int i;
 	int c, rc = 1;
 
-	while ((c = getopt_long(argc, argv, "p:n:s:c:W:w:NHBh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":a:p:d:w:Njhn:s:q:W:", opts, NULL)) != -1) {
 		switch (c) {
-		case 'p':
-			if (parse_u32("--port", optarg, 1, 65535, &o.port))
-				return 2;
-			break;
 		case 'n':
 			if (parse_u32("--count", optarg, 1, 100000000, &o.count))
 				return 2;
 			break;
 		case 's':
-			if (parse_u32("--size", optarg, 1, MAX_MSG, &o.size))
+			if (cli_size32("--size", optarg, 1, MAX_MSG, &o.size))
 				return 2;
 			break;
-		case 'c':
+		case 'q':
 			if (parse_u32("--connections", optarg, 1, 64, &o.nconns))
 				return 2;
 			break;
@@ -786,32 +798,14 @@ static int run_client(int argc, char **argv)
 			if (parse_u32("--window", optarg, 1, MAX_WINDOW, &o.window))
 				return 2;
 			break;
-		case 'w':
-			if (parse_u32("--workers", optarg, 1, 64, &o.workers))
-				return 2;
-			break;
-		case 'N':
-			o.no_numa = true;
-			break;
-		case 'H':
-			o.idle = PC_IDLE_HYBRID;
-			break;
-		case 'B':
-			o.idle = PC_IDLE_BUSY;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
 		default:
-			return bad_option("client", argv[optind - 1]);
+			if (cli_other_opt(&o.c, c, "client", argv))
+				return 2;
 		}
 	}
-	if (optind == argc)
-		return bad_usage(
-		    "client: the server address is missing (e.g. fe80::ff:fe00:1%%d0)");
-	if (optind + 1 != argc)
-		return bad_usage("client: unexpected argument '%s'", argv[optind + 1]);
-	o.addr = argv[optind];
+	if (cli_client_addr(&o.c, argc, argv))
+		return 2;
+	log = o.c.json ? stderr : stdout;
 
 	cl.count = o.count;
 	cl.size = o.size;
@@ -822,50 +816,41 @@ static int run_client(int argc, char **argv)
 			o.nconns, o.count);
 		goto out;
 	}
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	cli_catch_stop(on_signal);
 
-	p.workers_per_device = o.workers;
+	cli_engine_params(&o.c, &p);
 	p.msg_size = o.size;
 	p.rx_bufs = bufs_for(o.size, 2 * MAX_WINDOW);
-	p.tx_bufs = client_tx_bufs((o.nconns + o.workers - 1) / o.workers * o.window + 16);
-	p.no_numa = o.no_numa;
-	p.idle = o.idle;
+	p.tx_bufs = client_tx_bufs((o.nconns + p.workers_per_device - 1) / p.workers_per_device *
+				   o.window + 16);
 	p.on_conn = cli_on_conn;
 	p.on_msg = cli_on_msg;
 	p.arg = &cl;
-	e = pc_engine_create(&p);
-	if (!e) {
-		fprintf(stderr, PROG " client: cannot start the engine: %s\n", pc_last_error());
+	e = cli_engine_start("client", &p);
+	if (!e)
 		goto out;
-	}
 	if (pc_app_attach(e, 0)) {
 		fprintf(stderr, PROG " client: %s\n", pc_last_error());
 		goto out;
 	}
 	for (i = 0; i < o.nconns; i++) {
-		cl.cc[i].conn = pc_connect(e, o.addr, (uint16_t)o.port, -1, 10000, &cl.cc[i]);
-		if (!cl.cc[i].conn) {
-			fprintf(stderr,
-				PROG " client: cannot connect to %s port %u (connection %u "
-				     "of %u): %s (%s)\n",
-				o.addr, o.port, i + 1, o.nconns, strerror(errno), pc_last_error());
+		cl.cc[i].conn = cli_connect(e, &o.c, i, o.nconns, 10000, &cl.cc[i]);
+		if (!cl.cc[i].conn)
 			goto out;
-		}
 	}
-	printf(PROG " client: %u connection%s to %s port %u, %u requests of %u bytes each, "
+	fprintf(log, PROG " client: %u connection%s to %s port %u, %u requests of %u bytes each, "
 		    "window %u, %u worker%s\n",
-	       o.nconns, o.nconns > 1 ? "s" : "", o.addr, o.port, o.count, o.size, o.window,
-	       o.workers, o.workers > 1 ? "s" : "");
-	fflush(stdout);
+	       o.nconns, o.nconns > 1 ? "s" : "", o.c.addr, o.c.port, o.count, o.size, o.window,
+	       p.workers_per_device, p.workers_per_device > 1 ? "s" : "");
+	fflush(log);
 
 	t0 = now_ns();
 	if (kick(&cl) || wait_done(&cl))
 		goto out_stats;
-	print_results(&cl, t0);
+	print_results(&cl, t0, o.c.json);
 	rc = 0;
 out_stats:
-	pc_engine_print_stats(e, stdout);
+	pc_engine_print_stats(e, log);
 out:
 	fflush(stdout);
 	pc_engine_destroy(e);
@@ -875,7 +860,8 @@ out:
 
 int main(int argc, char **argv)
 {
-	opterr = 0; /* bad_option() says it, naming the mode */
+	cli_init(PROG, usage);
+	cli_aliases(argc, argv, aliases);
 	if (argc < 2)
 		return bad_usage("missing mode: server or client");
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {

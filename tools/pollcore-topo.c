@@ -5,7 +5,8 @@
  *   pollcore-topo [--xml FILE] [--device NAME]... [--workers N] [--json]
  *                 [--all-cores | --housekeeping PUS] [--smt] [--sysfs DIR]
  *
- * See docs/placement.md.
+ * See docs/placement.md; the options follow docs/tools.md (tools/cli.h).
+ * Exit: 0 done, 1 failed, 2 bad usage.
  */
 #include <pollcore/common.h>
 #include <pollcore/numa.h>
@@ -38,7 +39,7 @@ static void log_sink(enum pc_log_level level, const char *msg, void *arg)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: pollcore-topo [--xml FILE] [--device NAME]... [--workers N] [--json]\n"
+		"usage: pollcore-topo [-x|--xml FILE] [-d|--device NAME]... [-w|--workers N] [-j|--json]\n"
 		"                     [--all-cores | --housekeeping PUS] [--smt] [--sysfs DIR]\n"
 		"\n"
 		"Shows each RDMA device's NUMA nodes, local PUs and the rule that placed it\n"
@@ -50,36 +51,21 @@ static void usage(FILE *f)
 		"  --all-cores         do not leave the first core out for housekeeping\n"
 		"  --housekeeping PUS  leave out the cores of these PU os indexes (e.g. 0-1,40)\n"
 		"  --smt               use SMT siblings once every core has a worker\n"
-		"  --sysfs DIR         read the netdev fallback from DIR instead of /sys\n");
+		"  --sysfs DIR         read the netdev fallback from DIR instead of /sys\n"
+		"Exit: 0 done, 1 failed, 2 bad usage.\n");
 }
 
-static int parse_workers(const char *s, unsigned int *out)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < 1 || v > INT_MAX) {
-		fprintf(stderr, "pollcore-topo: --workers '%s': need a whole number >= 1\n", s);
-		return -EINVAL;
-	}
-	*out = (unsigned int)v;
-	return 0;
-}
+enum { O_ALLCORES = CLI_TOOL_FIRST, O_HOUSEKEEPING, O_SMT, O_SYSFS };
 
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
 	static const struct option longopts[] = {
 	    {"xml", required_argument, NULL, 'x'},
-	    {"device", required_argument, NULL, 'd'},
-	    {"workers", required_argument, NULL, 'w'},
-	    {"json", no_argument, NULL, 'j'},
-	    {"all-cores", no_argument, NULL, 'a'},
-	    {"housekeeping", required_argument, NULL, 'k'},
-	    {"smt", no_argument, NULL, 's'},
-	    {"sysfs", required_argument, NULL, 'S'},
-	    {"help", no_argument, NULL, 'h'},
+	    CLI_OPT_DEVICE, CLI_OPT_WORKERS, CLI_OPT_JSON, CLI_OPT_HELP,
+	    {"all-cores", no_argument, NULL, O_ALLCORES},
+	    {"housekeeping", required_argument, NULL, O_HOUSEKEEPING},
+	    {"smt", no_argument, NULL, O_SMT},
+	    {"sysfs", required_argument, NULL, O_SYSFS},
 	    {NULL, 0, NULL, 0},
 	};
 	int c;
@@ -88,7 +74,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	o->devices = calloc((size_t)argc, sizeof(*o->devices));
 	if (!o->devices)
 		return -ENOMEM;
-	while ((c = getopt_long(argc, argv, "x:d:w:jak:sS:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":x:d:w:jh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'x':
 			o->xml = optarg;
@@ -97,48 +83,41 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			o->devices[o->nr_devices++] = optarg;
 			break;
 		case 'w':
-			if (parse_workers(optarg, &o->workers))
-				return -EINVAL;
+			if (cli_u32("--workers", optarg, 1, INT_MAX, &o->workers))
+				return CLI_EXIT_USAGE;
 			break;
 		case 'j':
 			o->json = true;
 			break;
-		case 'a':
+		case O_ALLCORES:
 			o->policy.flags |= PC_PLAN_NO_HOUSEKEEPING;
 			break;
-		case 'k':
+		case O_HOUSEKEEPING:
 			hwloc_bitmap_free(o->housekeeping);
 			o->housekeeping = hwloc_bitmap_alloc();
 			if (!o->housekeeping ||
 			    hwloc_bitmap_list_sscanf(o->housekeeping, optarg) < 0 ||
 			    hwloc_bitmap_iszero(o->housekeeping)) {
-				fprintf(stderr,
-					"pollcore-topo: --housekeeping '%s': need a PU list "
-					"such as 0-1,40\n",
-					optarg);
-				return -EINVAL;
+				return cli_usage_error("--housekeeping '%s': need a PU list such "
+						       "as 0-1,40", optarg);
 			}
 			o->policy.housekeeping = o->housekeeping;
 			break;
-		case 's':
+		case O_SMT:
 			o->policy.flags |= PC_PLAN_ALLOW_SMT;
 			break;
-		case 'S':
+		case O_SYSFS:
 			o->sysfs = optarg;
 			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
 		default:
-			usage(stderr);
-			return -EINVAL;
+			return cli_bad_option(NULL, argv);
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, "pollcore-topo: unexpected argument '%s'\n", argv[optind]);
-		usage(stderr);
-		return -EINVAL;
-	}
+	if (optind < argc)
+		return cli_usage_error("unexpected argument '%s'", argv[optind]);
 	return 0;
 }
 
@@ -227,8 +206,13 @@ int main(int argc, char **argv)
 
 	pc_log_set_level(PC_LOG_WARN);
 	pc_log_set_sink(log_sink, NULL);
-	if (parse_opts(argc, argv, &o))
+	cli_init("pollcore-topo", usage);
+	err = parse_opts(argc, argv, &o);
+	if (err) {
+		/* a usage error: 2; out of memory: 1 */
+		ret = err == CLI_EXIT_USAGE ? CLI_EXIT_USAGE : 1;
 		goto out_opts;
+	}
 	t = o.xml ? pc_topo_open_xml(o.xml) : pc_topo_open();
 	if (!t) {
 		fprintf(stderr, "pollcore-topo: %s\n",

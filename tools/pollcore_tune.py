@@ -405,8 +405,10 @@ class Server:
         Server.port += 1
         self.a, self.dev, self.addr = a, dev, addr
         self.log = os.path.join(tmp, f"server-{dev}-{workers}")
-        self.cmd = [a.bench, "server", "--bind", addr, "--port", str(Server.port),
-                    "--device", dev, "--workers", str(workers)]
+        # --idle busy: the sweep measures cores busy-polling (the library's
+        # auto would let an unbound worker sleep)
+        self.cmd = [a.bench, "server", "--addr", addr, "--port", str(Server.port),
+                    "--device", dev, "--workers", str(workers), "--idle", "busy"]
         with open(self.log, "w") as f:
             self.proc = subprocess.Popen(self.cmd, stdout=f, stderr=subprocess.STDOUT)
 
@@ -451,7 +453,8 @@ class Server:
     def run(self, client_workers, args):
         """One client run; its JSON, after checking it says "check": "ok"."""
         cmd = [self.a.bench, "client", self.addr, "--port", str(Server.port), "--device",
-               self.dev, "--workers", str(client_workers), "--no-numa", "--json"] + args
+               self.dev, "--workers", str(client_workers), "--no-numa", "--idle", "busy",
+               "--json"] + args
         cli = subprocess.run(["timeout", str(RUN_TIMEOUT)] + cmd, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
         what = " ".join(cmd)
@@ -558,7 +561,8 @@ def parse_args(argv):
     ap.add_argument("--addr", action="append", default=[], metavar="DEV=ADDR",
                     help="rdma_cm address on DEV (default: from its interface)")
     ap.add_argument("--quick", action="store_true", help="1 s runs")
-    ap.add_argument("--duration", type=float, default=5, metavar="SECS", help="seconds per run (default 5)")
+    ap.add_argument("--time", "--duration", dest="duration", type=float, default=5, metavar="SECS",
+                    help="seconds per run (default 5; --duration is deprecated)")
     ap.add_argument("--repeat", type=int, default=1, metavar="R", help="runs per point; the median counts")
     ap.add_argument("--max-workers", type=int, default=0, metavar="N", help="sweep at most N workers per device")
     ap.add_argument("--post-batch-list", type=_batches, metavar="B,B..",
@@ -584,11 +588,13 @@ def parse_args(argv):
                     metavar="PATH", help="pollcore-topo binary (default: build/tools)")
     ap.add_argument("--verbose", action="store_true", help="show each client's progress")
     a = ap.parse_args(argv)
+    if any(x == "--duration" or x.startswith("--duration=") for x in argv):
+        print("pollcore-tune: --duration is deprecated, use --time", file=sys.stderr)
     for name in ("repeat", "conns_per_worker", "size"):
         if getattr(a, name) < 1:
             ap.error(f"--{name.replace('_', '-')}: at least 1")
     if a.max_workers < 0 or a.client_workers < 0 or not a.duration > 0:
-        ap.error("--max-workers, --client-workers: 0 or more; --duration: more than 0")
+        ap.error("--max-workers, --client-workers: 0 or more; --time: more than 0")
     if not 0 <= a.tolerance < 100 or a.latency_tolerance < 0:
         ap.error("--tolerance: 0 to 100; --latency-tolerance: 0 or more")
     if any("=" not in kv for kv in a.addr):

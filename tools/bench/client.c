@@ -889,7 +889,8 @@ static void collect(struct bclient *cl, struct bench_result *r)
 {
 	uint32_t i;
 
-	for (i = 0; i < cl->o->conns; i++) {
+	/* cc is NULL when client_alloc() failed */
+	for (i = 0; cl->cc && i < cl->o->conns; i++) {
 		if (cl->cc[i].err[0])
 			fail_main(r, "%s", cl->cc[i].err);
 		if (cl->cc[i].lat) {

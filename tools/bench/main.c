@@ -2,7 +2,7 @@
 /*
  * pollcore-bench - pollcore's own benchmark, with perftest's vocabulary.
  *
- *   pollcore-bench server [--bind ADDR] [--port P] [server options]
+ *   pollcore-bench server [--addr ADDR] [--port P] [server options]
  *   pollcore-bench client ADDR --mode send|rpc|write|read [client options]
  *
  * Modes: send (one-way message rate), rpc (round trips: rate and latency
@@ -10,7 +10,7 @@
  * meet over rdma_cm. The client prints a progress line a second on stderr,
  * then a table (or, with --json, one JSON object) on stdout, and exits 0
  * only when every count and check agrees (1: a mismatch or an error;
- * 2: a usage error).
+ * 2: a usage error). The options follow docs/tools.md (tools/cli.h).
  */
 #include "bench.h"
 #include "../cli.h"
@@ -125,18 +125,18 @@ void bench_params(const struct bench_opts *o, uint32_t msg_size, struct pc_engin
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: " PROG " server [--bind ADDR] [--port P] [--device NAME] [--workers N]\n"
-		"                      [--max-size S] [--window W] [-t|--tx-depth D] [-r|--rx-depth D]\n"
-		"                      [-Q|--signal-every N] [--poll-batch N] [--inline B] [--no-numa]\n"
+		"usage: " PROG " server [-a|--addr ADDR] [-p|--port P] [-d|--device NAME] [-w|--workers N]\n"
+		"                      [--max-size S] [-W|--window W] [-t|--tx-depth D] [-r|--rx-depth D]\n"
+		"                      [-Q|--signal-every N] [--poll-batch N] [--inline B] [-N|--no-numa]\n"
 		"                      [--idle busy|hybrid|auto] [--grant-delay-us U]\n"
-		"       " PROG " client ADDR -m|--mode send|rpc|write|read [--port P]\n"
-		"                      [-s|--size S] [-D|--duration SECS | -n|--count N] [--quick]\n"
-		"                      [-q|--connections C] [--device NAME] [--workers N] [-w|--window W]\n"
-		"                      [-l|--post-batch B] [-Q|--signal-every N] [--poll-batch N]\n"
-		"                      [-t|--tx-depth D] [-r|--rx-depth D] [--inline B] [--no-numa] [--json]\n"
-		"                      [--producer worker|thread] [--msg-size S]\n"
+		"       " PROG " client ADDR -m|--mode send|rpc|write|read [-p|--port P]\n"
+		"                      [-s|--size S] [-D|--time SECS | -n|--count N] [--quick]\n"
+		"                      [-q|--connections C] [-d|--device NAME] [-w|--workers N]\n"
+		"                      [-W|--window W] [-l|--post-batch B] [-Q|--signal-every N]\n"
+		"                      [--poll-batch N] [-t|--tx-depth D] [-r|--rx-depth D] [--inline B]\n"
+		"                      [-N|--no-numa] [-j|--json] [--producer worker|thread] [--msg-size S]\n"
 		"                      [--idle busy|hybrid|auto] [--grant-delay-us U]\n"
-		"defaults: port %d, size 64, duration 5 s (--quick: 1 s), 1 connection, 1 worker;\n"
+		"defaults: port %d, size 64, time 5 s (--quick: 1 s), 1 connection, 1 worker;\n"
 		"window (in flight per connection): rpc 1, send, write and read 128; the server's\n"
 		"--window (its receive credits, default 64) bounds messages in flight too.\n"
 		"send mode, --producer worker (default): the server acknowledges every window/4th\n"
@@ -152,16 +152,18 @@ static void usage(FILE *f)
 		"--msg-size S: the client engine's msg_size (default: --size); send and rpc\n"
 		"messages above it go by rendezvous (the server RDMA-READs them), as do\n"
 		"those above the server's --max-size (default 4096) coming back.\n"
-		"--idle: busy (default, as perftest) polls without pause; hybrid sleeps on the\n"
-		"CQ's events after an idle spell (a one-sided server has nothing to poll, as\n"
-		"perftest's); auto is the library's default: busy only when bound to a core.\n"
+		"--idle: auto (default) busy-polls only when bound to a core; busy (as perftest)\n"
+		"polls without pause; hybrid sleeps on the CQ's events after an idle spell (a\n"
+		"one-sided server has nothing to poll, as perftest's).\n"
+		"Sizes take k, m, g suffixes; --time takes ms, s, m.\n"
 		"--grant-delay-us: how long earned credits wait for a message to carry them\n"
 		"before their own RDMA WRITE (the engine's grant_delay_us; default 1000).\n"
 		"Exit: 0 all checks passed, 1 a mismatch or an error, 2 a usage error.\n",
 		BENCH_PORT);
 }
 
-#define bad_usage(...) cli_bad_usage(PROG, NULL, __VA_ARGS__)
+#define bad_usage(...) cli_usage_error(__VA_ARGS__)
+#define u32_arg cli_u32
 
 /* Parses @s into @out within [min, max]; on failure says so, naming @opt, and returns -1. */
 static int num_arg(const char *opt, const char *s, uint64_t min, uint64_t max, uint64_t *out)
@@ -180,67 +182,56 @@ static int num_arg(const char *opt, const char *s, uint64_t min, uint64_t max, u
 	return 0;
 }
 
-static int u32_arg(const char *opt, const char *s, uint32_t min, uint32_t max, uint32_t *out)
-{
-	uint64_t v;
-
-	if (num_arg(opt, s, min, max, &v))
-		return -1;
-	*out = (uint32_t)v;
-	return 0;
-}
-
 enum {
-	O_WORKERS = 256, O_POLL, O_NONUMA, O_JSON, O_QUICK, O_BIND, O_MAXSIZE, O_UNDER, O_INLINE,
-	O_PRODUCER, O_CTIMEOUT, O_DEVICE, O_IDLE, O_MSGSIZE, O_GRANTDELAY,
+	O_POLL = CLI_TOOL_FIRST, O_QUICK, O_MAXSIZE, O_UNDER, O_INLINE, O_PRODUCER, O_CTIMEOUT,
+	O_MSGSIZE, O_GRANTDELAY,
+};
+
+static const struct cli_alias aliases[] = {
+	{ "--bind", "--addr" },
+	{ "--duration", "--time" },
+	{ NULL },
 };
 
 static const struct option long_opts[] = {
+	CLI_OPT_ADDR, CLI_OPT_PORT, CLI_OPT_DEVICE, CLI_OPT_WORKERS, CLI_OPT_IDLE, CLI_OPT_NONUMA,
+	CLI_OPT_JSON, CLI_OPT_TIME, CLI_OPT_HELP,
 	{ "mode", required_argument, NULL, 'm' },
-	{ "port", required_argument, NULL, 'p' },
 	{ "size", required_argument, NULL, 's' },
-	{ "duration", required_argument, NULL, 'D' },
 	{ "count", required_argument, NULL, 'n' },
 	{ "connections", required_argument, NULL, 'q' },
-	{ "window", required_argument, NULL, 'w' },
+	{ "window", required_argument, NULL, 'W' },
 	{ "post-batch", required_argument, NULL, 'l' },
 	{ "signal-every", required_argument, NULL, 'Q' },
 	{ "tx-depth", required_argument, NULL, 't' },
 	{ "rx-depth", required_argument, NULL, 'r' },
 	{ "inline", required_argument, NULL, O_INLINE },
 	{ "producer", required_argument, NULL, O_PRODUCER },
-	{ "device", required_argument, NULL, O_DEVICE },
-	{ "idle", required_argument, NULL, O_IDLE },
 	{ "grant-delay-us", required_argument, NULL, O_GRANTDELAY },
-	{ "workers", required_argument, NULL, O_WORKERS },
 	{ "poll-batch", required_argument, NULL, O_POLL },
-	{ "no-numa", no_argument, NULL, O_NONUMA },
-	{ "json", no_argument, NULL, O_JSON },
 	{ "quick", no_argument, NULL, O_QUICK },
-	{ "bind", required_argument, NULL, O_BIND },
 	{ "max-size", required_argument, NULL, O_MAXSIZE },
 	{ "msg-size", required_argument, NULL, O_MSGSIZE },
 	{ "undercount-every", required_argument, NULL, O_UNDER },
 	{ "connect-timeout", required_argument, NULL, O_CTIMEOUT },
-	{ "help", no_argument, NULL, 'h' },
 	{ 0 },
 };
 
 /* Options that only one side takes. */
 static bool server_only(int c)
 {
-	return c == O_BIND || c == O_MAXSIZE || c == O_UNDER;
+	return c == O_MAXSIZE || c == O_UNDER;
 }
 
 static bool client_only(int c)
 {
-	return (c < 128 && strchr("msDnql", c)) || c == O_JSON || c == O_QUICK || c == O_INLINE ||
+	return (c < 128 && strchr("msDnqlj", c)) || c == O_QUICK || c == O_INLINE ||
 	       c == O_PRODUCER || c == O_MSGSIZE;
 }
 
 struct parsed {
 	struct bench_opts o;
-	const char *bind;
+	struct cli_common c;
 	uint32_t max_size;
 	bool seen_window, seen_batch, seen_producer;
 };
@@ -262,26 +253,17 @@ static int parse_one(int c, const char *arg, struct parsed *p)
 {
 	struct bench_opts *o = &p->o;
 	uint64_t v;
-	char *end;
 
 	switch (c) {
 	case 'm': return parse_mode(arg, &o->mode);
-	case 'p': return u32_arg("--port", arg, 1, 65535, &o->port) ? 2 : 0;
-	case 's': return u32_arg("--size", arg, 1, BENCH_MAX_SIZE, &o->size) ? 2 : 0;
+	case 's': return cli_size32("--size", arg, 1, BENCH_MAX_SIZE, &o->size) ? 2 : 0;
 	case 'n':
 		if (num_arg("--count", arg, 1, UINT64_MAX / BENCH_MAX_SIZE, &v))
 			return 2;
 		o->count = v;
 		return 0;
-	case 'D':
-		errno = 0;
-		o->duration_s = strtod(arg, &end);
-		if (*end || errno || !(o->duration_s > 0 && o->duration_s <= 86400))
-			return bad_usage("--duration: '%s' is not a number of seconds in (0, 86400]",
-					 arg);
-		return 0;
 	case 'q': return u32_arg("--connections", arg, 1, 1024, &o->conns) ? 2 : 0;
-	case 'w':
+	case 'W':
 		p->seen_window = true;
 		return u32_arg("--window", arg, 1, BENCH_MAX_WINDOW, &o->window) ? 2 : 0;
 	case 'l':
@@ -290,11 +272,11 @@ static int parse_one(int c, const char *arg, struct parsed *p)
 	case 'Q': return u32_arg("--signal-every", arg, 1, 4096, &o->signal_every) ? 2 : 0;
 	case 't': return u32_arg("--tx-depth", arg, 1, 32768, &o->tx_depth) ? 2 : 0;
 	case 'r': return u32_arg("--rx-depth", arg, 16, 1u << 20, &o->rx_depth) ? 2 : 0;
-	case O_WORKERS: return u32_arg("--workers", arg, 1, 64, &o->workers) ? 2 : 0;
 	case O_POLL: return u32_arg("--poll-batch", arg, 1, 4096, &o->poll_batch) ? 2 : 0;
-	case O_MAXSIZE: return u32_arg("--max-size", arg, 1, BENCH_MAX_SIZE, &p->max_size) ? 2 : 0;
+	case O_MAXSIZE:
+		return cli_size32("--max-size", arg, 1, BENCH_MAX_SIZE, &p->max_size) ? 2 : 0;
 	case O_MSGSIZE:
-		return u32_arg("--msg-size", arg, (uint32_t)sizeof(struct bench_ctl), BENCH_MAX_SIZE,
+		return cli_size32("--msg-size", arg, (uint32_t)sizeof(struct bench_ctl), BENCH_MAX_SIZE,
 			       &o->msg_size) ? 2 : 0;
 	case O_GRANTDELAY:
 		return u32_arg("--grant-delay-us", arg, 1, 10u * 1000 * 1000, &o->grant_delay_us) ? 2 : 0;
@@ -302,21 +284,6 @@ static int parse_one(int c, const char *arg, struct parsed *p)
 		return u32_arg("--connect-timeout", arg, 1, 3600, &o->connect_timeout_s) ? 2 : 0;
 	case O_UNDER:
 		return u32_arg("--undercount-every", arg, 1, UINT32_MAX, &o->undercount_every) ? 2 : 0;
-	case O_BIND: p->bind = arg; return 0;
-	case O_DEVICE:
-		if (!*arg)
-			return bad_usage("--device: the name is empty");
-		o->devices[0] = arg;
-		return 0;
-	case O_IDLE:
-		if (!strcmp(arg, "busy") || !strcmp(arg, "hybrid") || !strcmp(arg, "auto")) {
-			o->idle = arg[0] == 'h' ? PC_IDLE_HYBRID :
-				  arg[0] == 'a' ? PC_IDLE_AUTO : PC_IDLE_BUSY;
-			return 0;
-		}
-		return bad_usage("--idle: '%s' is not busy, hybrid or auto", arg);
-	case O_NONUMA: o->no_numa = true; return 0;
-	case O_JSON: o->json = true; return 0;
 	case O_QUICK: o->quick = true; return 0;
 	case O_PRODUCER:
 		p->seen_producer = true;
@@ -333,7 +300,22 @@ static int parse_one(int c, const char *arg, struct parsed *p)
 			o->max_inline = PC_INLINE_NONE;
 		return 0;
 	}
-	return 2;
+	return cli_common_opt(&p->c, c, arg) ? 2 : 0;
+}
+
+/* The shared options' values, where the rest of the tool reads them. */
+static void take_common(struct parsed *p)
+{
+	struct bench_opts *o = &p->o;
+
+	o->addr = p->c.addr;
+	o->port = p->c.port;
+	o->devices[0] = p->c.device;
+	o->workers = p->c.workers;
+	o->idle = p->c.idle;
+	o->no_numa = p->c.no_numa;
+	o->json = p->c.json;
+	o->duration_s = p->c.time_s;
 }
 
 /* Cross-checks and defaults of a client's options. */
@@ -343,7 +325,7 @@ static int finish_client(struct parsed *p)
 	bool onesided = o->mode == MODE_WRITE || o->mode == MODE_READ;
 
 	if (o->count && o->duration_s > 0)
-		return bad_usage("--count and --duration exclude each other");
+		return bad_usage("--count and --time exclude each other");
 	if (!o->count && !(o->duration_s > 0))
 		o->duration_s = o->quick ? 1 : 5;
 	bool thread = o->mode == MODE_SEND && o->producer == PROD_THREAD;
@@ -375,11 +357,12 @@ static int parse(int argc, char **argv, bool server, struct parsed *p)
 {
 	int c, ret;
 
-	*p = (struct parsed){ .o = { .mode = MODE_SEND, .port = BENCH_PORT, .size = 64,
-				     .conns = 1, .workers = 1, .window = 64, .idle = PC_IDLE_BUSY },
+	*p = (struct parsed){ .o = { .mode = MODE_SEND, .size = 64, .conns = 1, .window = 64 },
+			      .c = { .port = BENCH_PORT, .workers = 1, .idle = PC_IDLE_AUTO },
 			      .max_size = 4096 };
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":m:p:s:D:n:q:w:l:Q:t:r:h", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":a:p:d:w:NjD:m:s:n:q:W:l:Q:t:r:h", long_opts,
+				NULL)) != -1) {
 		if (c == 'h') {
 			usage(stdout);
 			exit(0);
@@ -394,6 +377,7 @@ static int parse(int argc, char **argv, bool server, struct parsed *p)
 		if (ret)
 			return ret;
 	}
+	take_common(p);
 	if (server) {
 		if (optind != argc)
 			return bad_usage("server: unexpected argument '%s'", argv[optind]);
@@ -402,11 +386,9 @@ static int parse(int argc, char **argv, bool server, struct parsed *p)
 					 p->o.rx_depth);
 		return 0;
 	}
-	if (optind == argc)
-		return bad_usage("client: the server address is missing (e.g. fe80::ff:fe00:1%%d0)");
-	if (optind + 1 != argc)
-		return bad_usage("client: unexpected argument '%s'", argv[optind + 1]);
-	p->o.addr = argv[optind];
+	if (cli_client_addr(&p->c, argc, argv))
+		return 2;
+	p->o.addr = p->c.addr;
 	return finish_client(p);
 }
 
@@ -519,7 +501,8 @@ int main(int argc, char **argv)
 	struct parsed p;
 	int ret;
 
-	opterr = 0; /* parse() names the side and the option */
+	cli_init(PROG, NULL);
+	cli_aliases(argc, argv, aliases);
 	bench_clock_init();
 	if (argc < 2)
 		return bad_usage("missing role: server or client");
@@ -534,5 +517,5 @@ int main(int argc, char **argv)
 	ret = parse(argc - 1, argv + 1, true, &p);
 	if (ret)
 		return ret;
-	return bench_server(&p.o, p.bind, p.max_size) ? 1 : 0;
+	return bench_server(&p.o, p.o.addr, p.max_size) ? 1 : 0;
 }

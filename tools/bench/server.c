@@ -361,11 +361,9 @@ int bench_server(const struct bench_opts *o, const char *bind, uint32_t max_size
 	p.on_conn = srv_on_conn;
 	p.on_msg = srv_on_msg;
 	p.arg = &s;
-	e = pc_engine_create(&p);
-	if (!e) {
-		fprintf(stderr, PROG " server: cannot start the engine: %s\n", pc_last_error());
+	e = cli_engine_start("server", &p);
+	if (!e)
 		goto out;
-	}
 	if (pc_app_attach(e, 0) || pc_listen(e, bind, (uint16_t)o->port)) {
 		fprintf(stderr, PROG " server: cannot listen on %s port %u: %s\n",
 			bind ? bind : "any address", o->port, pc_last_error());

@@ -30,8 +30,12 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "../cli.h"
+
 /* the engine's max_calls by default (2 x the window): beyond the window, calls wait in it */
 #define MAX_DEPTH (2 * PC_WINDOW_DEFAULT)
+
+enum { O_TIMEOUT = CLI_TOOL_FIRST, O_KEYS, O_CANCEL };
 #define DRAIN_S	  30u /* calls without a deadline: give up waiting after this long */
 
 struct cconn {
@@ -232,9 +236,9 @@ static void teardown(struct client *cl)
 }
 
 /* Calls for @secs seconds, then waits for all to end. Returns the seconds it called. */
-static double run(struct client *cl, struct pc_engine *e, uint32_t secs)
+static double run(struct client *cl, struct pc_engine *e, double secs)
 {
-	uint64_t t0 = kv_now_ns(), t_end = t0 + secs * 1000000000ull, now, t_stop = 0;
+	uint64_t t0 = kv_now_ns(), t_end = t0 + (uint64_t)(secs * 1e9), now, t_stop = 0;
 	uint64_t give_up = ((uint64_t)cl->timeout_ms + 1000) * 1000000ull;
 	struct pc_msg *msgs[32];
 	uint32_t i;
@@ -299,120 +303,92 @@ static void report(struct client *cl, double secs, uint64_t late, bool json)
 int kv_client(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"port", required_argument, NULL, 'p'},
-	    {"connections", required_argument, NULL, 'c'},
-	    {"depth", required_argument, NULL, 'd'},
-	    {"time", required_argument, NULL, 't'},
-	    {"timeout-ms", required_argument, NULL, 'T'},
-	    {"keys", required_argument, NULL, 'k'},
-	    {"cancel-every", required_argument, NULL, 'C'},
-	    {"json", no_argument, NULL, 'j'},
-	    {"no-numa", no_argument, NULL, 'N'},
-	    {"help", no_argument, NULL, 'h'},
+	    CLI_OPT_ADDR, CLI_OPT_PORT, CLI_OPT_DEVICE, CLI_OPT_NONUMA, CLI_OPT_IDLE,
+	    CLI_OPT_JSON, CLI_OPT_TIME, CLI_OPT_HELP,
+	    {"connections", required_argument, NULL, 'q'},
+	    {"window", required_argument, NULL, 'W'},
+	    {"timeout-ms", required_argument, NULL, O_TIMEOUT},
+	    {"keys", required_argument, NULL, O_KEYS},
+	    {"cancel-every", required_argument, NULL, O_CANCEL},
 	    {0},
 	};
+	struct cli_common o = { .port = KV_DEFAULT_PORT, .workers = 1, .time_s = 5 };
 	struct client cl = {
 	    .nconns = 1, .depth = 16, .timeout_ms = 1000, .nkeys = 10000, .cancel_every = 16};
-	struct sigaction sa = {.sa_handler = on_signal};
 	struct pc_engine_params p = { .size = sizeof(p) };
 	struct pc_engine *e = NULL;
-	uint32_t port = KV_DEFAULT_PORT, secs = 5, i;
 	uint64_t late = 0;
-	const char *addr;
-	bool json = false;
+	uint32_t i;
+	bool json;
 	double elapsed;
 	int c, rc = 1;
 
-	while ((c = getopt_long(argc, argv, "p:c:d:t:T:k:C:jNh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":a:p:d:NjD:hq:W:", opts, NULL)) != -1) {
 		switch (c) {
-		case 'p':
-			if (kv_parse_u32("--port", optarg, 1, 65535, &port))
+		case 'q':
+			if (cli_u32("--connections", optarg, 1, 64, &cl.nconns))
 				return 2;
 			break;
-		case 'c':
-			if (kv_parse_u32("--connections", optarg, 1, 64, &cl.nconns))
+		case 'W':
+			if (cli_u32("--window", optarg, 1, MAX_DEPTH, &cl.depth))
 				return 2;
 			break;
-		case 'd':
-			if (kv_parse_u32("--depth", optarg, 1, MAX_DEPTH, &cl.depth))
+		case O_TIMEOUT:
+			if (cli_u32("--timeout-ms", optarg, 0, 3600000, &cl.timeout_ms))
 				return 2;
 			break;
-		case 't':
-			if (kv_parse_u32("--time", optarg, 1, 86400, &secs))
+		case O_KEYS:
+			if (cli_u32("--keys", optarg, 1, 1u << 24, &cl.nkeys))
 				return 2;
 			break;
-		case 'T':
-			if (kv_parse_u32("--timeout-ms", optarg, 0, 3600000, &cl.timeout_ms))
+		case O_CANCEL:
+			if (cli_u32("--cancel-every", optarg, 0, UINT32_MAX, &cl.cancel_every))
 				return 2;
 			break;
-		case 'k':
-			if (kv_parse_u32("--keys", optarg, 1, 1u << 24, &cl.nkeys))
-				return 2;
-			break;
-		case 'C':
-			if (kv_parse_u32("--cancel-every", optarg, 0, UINT32_MAX, &cl.cancel_every))
-				return 2;
-			break;
-		case 'j':
-			json = true;
-			break;
-		case 'N':
-			p.no_numa = true;
-			break;
-		case 'h':
-			kv_usage(stdout);
-			return 0;
 		default:
-			return kv_bad_option("client", argv[optind - 1]);
+			if (cli_other_opt(&o, c, "client", argv))
+				return 2;
 		}
 	}
-	if (optind == argc)
-		return kv_bad_usage(
-		    "client: the server address is missing (e.g. fe80::ff:fe00:1%%d0)");
-	if (optind + 1 != argc)
-		return kv_bad_usage("client: unexpected argument '%s'", argv[optind + 1]);
-	addr = argv[optind];
+	if (cli_client_addr(&o, argc, argv))
+		return 2;
 	if (cl.nkeys < cl.nconns * cl.depth)
-		return kv_bad_usage("client: --keys %u is fewer than the %u calls in flight",
-				    cl.nkeys, cl.nconns * cl.depth);
+		return cli_usage_error("client: --keys %u is fewer than the %u calls in flight",
+				       cl.nkeys, cl.nconns * cl.depth);
+	json = o.json;
 
 	cl.salt = kv_mix(kv_now_ns() ^ ((uint64_t)getpid() << 32)) << 24;
 	if (setup(&cl)) {
 		fprintf(stderr, KV_PROG " client: out of memory\n");
 		goto out;
 	}
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	cli_catch_stop(on_signal);
+	cli_engine_params(&o, &p);
 	p.handoff = PC_HANDOFF_RING;
 	p.app_threads = 1;
 	p.msg_size = KV_MSG_MAX;
 	p.on_conn = cli_on_conn;
 	p.arg = &cl;
-	e = pc_engine_create(&p);
-	if (!e) {
-		fprintf(stderr, KV_PROG " client: cannot start the engine: %s\n", pc_last_error());
+	e = cli_engine_start("client", &p);
+	if (!e)
 		goto out;
-	}
 	if (pc_app_attach(e, 0)) {
 		fprintf(stderr, KV_PROG " client: %s\n", pc_last_error());
 		goto out;
 	}
 	for (i = 0; i < cl.nconns; i++) {
-		cl.cc[i].conn = pc_connect(e, addr, (uint16_t)port, -1, 10000, &cl.cc[i]);
-		if (!cl.cc[i].conn) {
-			fprintf(stderr, KV_PROG " client: cannot connect to %s port %u: %s (%s)\n",
-				addr, port, strerror(errno), pc_last_error());
+		cl.cc[i].conn = cli_connect(e, &o, i, cl.nconns, 10000, &cl.cc[i]);
+		if (!cl.cc[i].conn)
 			goto out;
-		}
 	}
 	if (!json) {
 		printf(KV_PROG " client: %u connection%s to %s port %u, %u calls in flight each, "
-			       "%u s, deadline %u ms, %u keys\n",
-		       cl.nconns, cl.nconns > 1 ? "s" : "", addr, port, cl.depth, secs,
+			       "%g s, deadline %u ms, %u keys\n",
+		       cl.nconns, cl.nconns > 1 ? "s" : "", o.addr, o.port, cl.depth, o.time_s,
 		       cl.timeout_ms, cl.nkeys);
 		fflush(stdout);
 	}
-	elapsed = run(&cl, e, secs);
+	elapsed = run(&cl, e, o.time_s);
 	for (i = 0; i < cl.nconns; i++) {
 		struct pc_conn_info ci;
 

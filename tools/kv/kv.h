@@ -82,9 +82,6 @@ static inline uint32_t kv_vcheck(const uint8_t *b, uint64_t key, uint32_t ver, u
 
 /* main.c */
 void kv_usage(FILE *f);
-int kv_bad_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-int kv_bad_option(const char *mode, const char *arg);
-int kv_parse_u32(const char *opt, const char *s, uint32_t min, uint32_t max, uint32_t *out);
 uint64_t kv_now_ns(void);
 
 int kv_server(int argc, char **argv);

@@ -316,53 +316,38 @@ static void srv_on_conn(struct pc_conn *conn, enum pc_conn_event ev, void *arg)
 int kv_server(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"addr", required_argument, NULL, 'a'},
-	    {"port", required_argument, NULL, 'p'},
-	    {"workers", required_argument, NULL, 'w'},
-	    {"stall-every", required_argument, NULL, 'S'},
-	    {"no-numa", no_argument, NULL, 'N'},
-	    {"help", no_argument, NULL, 'h'},
+	    CLI_OPT_ADDR, CLI_OPT_PORT, CLI_OPT_DEVICE, CLI_OPT_WORKERS, CLI_OPT_NONUMA,
+	    CLI_OPT_IDLE, CLI_OPT_JSON, CLI_OPT_HELP,
+	    {"stall-every", required_argument, NULL, CLI_TOOL_FIRST},
 	    {0},
 	};
-	uint32_t port = KV_DEFAULT_PORT, workers = 1;
+	struct cli_common o = { .port = KV_DEFAULT_PORT, .workers = 1 };
 	struct pc_engine_params p = { .size = sizeof(p) };
 	struct server srv = {0};
-	const char *addr = NULL;
+	struct cli_json j;
+	FILE *log;
+	uint32_t workers;
 	uint64_t keys = 0, gets = 0, puts = 0, dels = 0, bad = 0, full = 0, stalled = 0;
 	struct pc_engine *e;
 	sigset_t sigs;
 	unsigned int i;
 	int c, sig;
 
-	while ((c = getopt_long(argc, argv, "a:p:w:S:Nh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":a:p:d:w:Njh", opts, NULL)) != -1) {
 		switch (c) {
-		case 'a':
-			addr = optarg;
-			break;
-		case 'p':
-			if (kv_parse_u32("--port", optarg, 1, 65535, &port))
+		case CLI_TOOL_FIRST:
+			if (cli_u32("--stall-every", optarg, 0, UINT32_MAX, &srv.stall_every))
 				return 2;
 			break;
-		case 'w':
-			if (kv_parse_u32("--workers", optarg, 1, 64, &workers))
-				return 2;
-			break;
-		case 'S':
-			if (kv_parse_u32("--stall-every", optarg, 0, UINT32_MAX, &srv.stall_every))
-				return 2;
-			break;
-		case 'N':
-			p.no_numa = true;
-			break;
-		case 'h':
-			kv_usage(stdout);
-			return 0;
 		default:
-			return kv_bad_option("server", argv[optind - 1]);
+			if (cli_other_opt(&o, c, "server", argv))
+				return 2;
 		}
 	}
 	if (optind != argc)
-		return kv_bad_usage("server: unexpected argument '%s'", argv[optind]);
+		return cli_usage_error("server: unexpected argument '%s'", argv[optind]);
+	workers = o.workers;
+	log = o.json ? stderr : stdout;
 
 	/* the workers and the control thread inherit this: signals come to sigwait() */
 	cli_block_stop_signals(&sigs);
@@ -373,15 +358,14 @@ int kv_server(int argc, char **argv)
 		fprintf(stderr, KV_PROG " server: out of memory\n");
 		return 1;
 	}
-	p.workers_per_device = workers;
+	cli_engine_params(&o, &p);
 	p.msg_size = MSG_SIZE; /* a request, and room for its struct ctx */
 	p.tx_bufs = 64;	       /* answers travel in the requests' buffers */
 	p.on_conn = srv_on_conn;
 	p.on_msg = srv_on_msg;
 	p.arg = &srv;
-	e = pc_engine_create(&p);
+	e = cli_engine_start("server", &p);
 	if (!e) {
-		fprintf(stderr, KV_PROG " server: cannot start the engine: %s\n", pc_last_error());
 		free(srv.shards);
 		return 1;
 	}
@@ -399,28 +383,45 @@ int kv_server(int argc, char **argv)
 			return 1;
 		}
 	}
-	if (pc_listen(e, addr, (uint16_t)port)) {
-		fprintf(stderr, KV_PROG " server: cannot listen on %s port %u: %s\n",
-			addr ? addr : "any address", port, pc_last_error());
+	if (cli_listen(e, "server", &o)) {
 		pc_engine_destroy(e);
 		free(srv.shards);
 		return 1;
 	}
-	printf(KV_PROG " server: listening on %s port %u (%u worker%s, a shard each)\n",
-	       addr ? addr : "any address", pc_listen_port(e), workers, workers > 1 ? "s" : "");
-	fflush(stdout);
+	fprintf(log, KV_PROG " server: listening on %s port %u (%u worker%s, a shard each)\n",
+		o.addr ? o.addr : "any address", pc_listen_port(e), workers, workers > 1 ? "s" : "");
+	fflush(log);
 
-	while (sigwait(&sigs, &sig))
-		;
-	pc_engine_print_stats(e, stdout);
+	sig = cli_wait_stop(&sigs, NULL, 0, NULL);
+	if (o.json) {
+		cli_json_begin(&j);
+		cli_json_string(&j, "signal", strsignal(sig));
+		cli_json_workers(&j, e);
+		cli_json_array(&j, "shards");
+	} else {
+		pc_engine_print_stats(e, stdout);
+	}
 	pc_engine_destroy(e); /* the workers are gone: the shards are ours to read */
 	for (i = 0; i < srv.nshards; i++) {
 		struct shard *s = &srv.shards[i];
 
-		printf(KV_PROG " server: shard %u: %u keys, %" PRIu64 " connections; %" PRIu64
-			       " GET, %" PRIu64 " PUT, %" PRIu64 " DEL, %" PRIu64
-			       " stalled; %" PRIu64 " handed to another shard\n",
-		       i, s->present, s->conns, s->gets, s->puts, s->dels, s->stalled, s->handed);
+		if (o.json) {
+			cli_json_object(&j, NULL);
+			cli_json_u64(&j, "keys", s->present);
+			cli_json_u64(&j, "connections", s->conns);
+			cli_json_u64(&j, "get", s->gets);
+			cli_json_u64(&j, "put", s->puts);
+			cli_json_u64(&j, "del", s->dels);
+			cli_json_u64(&j, "stalled", s->stalled);
+			cli_json_u64(&j, "handed", s->handed);
+			cli_json_close(&j, '}');
+		} else {
+			printf(KV_PROG " server: shard %u: %u keys, %" PRIu64 " connections; %" PRIu64
+				       " GET, %" PRIu64 " PUT, %" PRIu64 " DEL, %" PRIu64
+				       " stalled; %" PRIu64 " handed to another shard\n",
+			       i, s->present, s->conns, s->gets, s->puts, s->dels, s->stalled,
+			       s->handed);
+		}
 		keys += s->present;
 		gets += s->gets;
 		puts += s->puts;
@@ -430,10 +431,22 @@ int kv_server(int argc, char **argv)
 		stalled += s->stalled;
 		free(s->tab);
 	}
-	printf(KV_PROG " server: %s: %" PRIu64 " keys; %" PRIu64 " GET, %" PRIu64 " PUT, %" PRIu64
-		       " DEL, %" PRIu64 " stalled; %" PRIu64 " malformed, %" PRIu64
-		       " refused (full)\n",
-	       strsignal(sig), keys, gets, puts, dels, stalled, bad, full);
+	if (o.json) {
+		cli_json_close(&j, ']');
+		cli_json_u64(&j, "keys", keys);
+		cli_json_u64(&j, "get", gets);
+		cli_json_u64(&j, "put", puts);
+		cli_json_u64(&j, "del", dels);
+		cli_json_u64(&j, "stalled", stalled);
+		cli_json_u64(&j, "malformed", bad);
+		cli_json_u64(&j, "refused", full);
+		cli_json_end(&j);
+	} else {
+		printf(KV_PROG " server: %s: %" PRIu64 " keys; %" PRIu64 " GET, %" PRIu64
+			       " PUT, %" PRIu64 " DEL, %" PRIu64 " stalled; %" PRIu64
+			       " malformed, %" PRIu64 " refused (full)\n",
+		       strsignal(sig), keys, gets, puts, dels, stalled, bad, full);
+	}
 	fflush(stdout);
 	free(srv.shards);
 	return 0;

@@ -5,6 +5,8 @@
  *
  *   pollcore-nvmf --addr A [--port 4420] --nqn NQN (--ram SIZE | --file PATH)...
  *
+ * The options follow docs/tools.md (tools/cli.h).
+ *
  * The main thread parses the options, opens the namespaces' backends,
  * builds the protocol core (nvmf_ctrl.h) and the engine, listens, then
  * drives the keep-alive clock once a second until SIGINT or SIGTERM; then
@@ -30,11 +32,11 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: " PROG " --addr ADDR [--port PORT] --nqn NQN (--ram SIZE | --file PATH)...\n"
-		"                     [--block-size 512|4096] [--workers N] [--in-capsule BYTES]\n"
-		"                     [--max-queue-depth N] [--max-io-queues N] [--controllers N]\n"
-		"                     [--staging N] [--serial SN] [--no-numa] [--busy|--hybrid]\n"
-		"                     [--idle-spins N]\n"
+		"usage: " PROG " -a|--addr ADDR [-p|--port PORT] --nqn NQN (--ram SIZE | -f|--file PATH)...\n"
+		"                     [-b|--bs 512|4096] [-d|--device NAME] [-w|--workers N]\n"
+		"                     [--in-capsule BYTES] [--max-queue-depth N] [--max-io-queues N]\n"
+		"                     [--controllers N] [--staging N] [--serial SN] [-N|--no-numa]\n"
+		"                     [--idle busy|hybrid|auto] [--idle-spins N] [-j|--json]\n"
 		"\n"
 		"An NVMe-oF target over RDMA (rdma_cm): the Linux kernel's nvme-rdma host and\n"
 		"other NVMe-oF initiators discover it, connect and do I/O. Each --ram or --file\n"
@@ -47,7 +49,8 @@ static void usage(FILE *f)
 		"  --ram SIZE           a namespace on a NUMA-local RAM disk (k, m, g suffixes)\n"
 		"  --file PATH          a namespace on a file or block device (io_uring; O_DIRECT\n"
 		"                       where the file system allows it); synced at exit\n"
-		"  --block-size BYTES   logical block size, 512 (default) or 4096\n"
+		"  --bs BYTES           logical block size, 512 (default) or 4096\n"
+		"  --device NAME        the RDMA device (default: the first one)\n"
 		"  --workers N          pollcore workers, default 1; queues are spread over them\n"
 		"  --in-capsule BYTES   write data a command capsule may carry, default 4096\n"
 		"                       (a multiple of 16, at most 16384; 0: none)\n"
@@ -62,41 +65,40 @@ static void usage(FILE *f)
 		"                       for one in arrival order\n"
 		"  --serial SN          Identify's serial number (default: derived from the NQN)\n"
 		"  --no-numa            do not bind workers or place memory\n"
-		"  --busy               workers busy-poll, bound or not (default: bound workers\n"
-		"                       busy-poll, unbound ones sleep when idle)\n"
-		"  --hybrid             workers sleep after an idle spell, bound or not, waking\n"
-		"                       on completions and io_uring's eventfd\n"
+		"  --idle MODE          busy: workers busy-poll, bound or not; hybrid: they sleep\n"
+		"                       after an idle spell, bound or not, waking on completions\n"
+		"                       and io_uring's eventfd; auto (default): bound workers\n"
+		"                       busy-poll, unbound ones sleep when idle\n"
 		"  --idle-spins N       empty turns of a worker that sleeps when idle before it\n"
 		"                       sleeps, 1 to 1000000, default 1000 (pollcore's)\n"
+		"  --json               the counters at the end as one JSON object on stdout\n"
+		"                       (the other lines go to stderr)\n"
 		"  --help               this text\n"
 		"\n"
 		"SIGINT or SIGTERM: every connection is closed, files are synced, the counters\n"
-		"are printed, exit 0.\n",
+		"are printed, exit 0. Exit 1: failed; 2: bad usage.\n",
 		NT_MAX_NS);
 }
 
-#define bad_usage(...) cli_bad_usage(PROG, usage, __VA_ARGS__)
+#define bad_usage(...) cli_usage_error(__VA_ARGS__)
+#define parse_u32 cli_u32
 
-static int parse_u32(const char *opt, const char *s, uint32_t min, uint32_t max, uint32_t *out)
-{
-	unsigned long long v;
-	char *end;
+static const struct cli_alias aliases[] = {
+	{ "--block-size", "--bs" },
+	{ "--busy", "--idle=busy" },
+	{ "--hybrid", "--idle=hybrid" },
+	{ NULL },
+};
 
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (*s == '\0' || *s == '-' || *end != '\0' || errno || v < min || v > max) {
-		bad_usage("%s: '%s' is not a number from %u to %u", opt, s, min, max);
-		return -1;
-	}
-	*out = (uint32_t)v;
-	return 0;
-}
+enum {
+	O_NQN = CLI_TOOL_FIRST, O_RAM, O_INCAPSULE, O_DEPTH, O_IOQ, O_CTRLS, O_STAGING, O_SERIAL,
+	O_SPINS,
+};
 
 struct opts {
-	const char *addr, *nqn, *serial;
-	uint32_t port, bs, workers, in_capsule, depth, ioq, ctrls, staging, idle_spins;
-	bool no_numa;
-	enum pc_idle idle;
+	struct cli_common c;
+	const char *nqn, *serial;
+	uint32_t bs, in_capsule, depth, ioq, ctrls, staging, idle_spins;
 	uint32_t nr_ns;
 	struct {
 		const char *file; /* NULL: RAM */
@@ -108,93 +110,82 @@ struct opts {
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
 	static const struct option opts[] = {
-		{"addr", required_argument, NULL, 'a'},	   {"port", required_argument, NULL, 'p'},
-		{"nqn", required_argument, NULL, 'n'},	   {"ram", required_argument, NULL, 'r'},
-		{"file", required_argument, NULL, 'f'},	   {"block-size", required_argument, NULL, 'b'},
-		{"workers", required_argument, NULL, 'w'}, {"in-capsule", required_argument, NULL, 'i'},
-		{"max-queue-depth", required_argument, NULL, 'd'},
-		{"max-io-queues", required_argument, NULL, 'q'},
-		{"controllers", required_argument, NULL, 'c'},
-		{"staging", required_argument, NULL, 's'}, {"serial", required_argument, NULL, 'S'},
-		{"no-numa", no_argument, NULL, 'N'},	   {"help", no_argument, NULL, 'h'},
-		{"busy", no_argument, NULL, 'B'},	   {"hybrid", no_argument, NULL, 'H'},
-		{"idle-spins", required_argument, NULL, 'I'},
+		CLI_OPT_ADDR, CLI_OPT_PORT, CLI_OPT_DEVICE, CLI_OPT_WORKERS, CLI_OPT_NONUMA,
+		CLI_OPT_IDLE, CLI_OPT_JSON, CLI_OPT_HELP,
+		{"nqn", required_argument, NULL, O_NQN},
+		{"ram", required_argument, NULL, O_RAM},
+		{"file", required_argument, NULL, 'f'},
+		{"bs", required_argument, NULL, 'b'},
+		{"in-capsule", required_argument, NULL, O_INCAPSULE},
+		{"max-queue-depth", required_argument, NULL, O_DEPTH},
+		{"max-io-queues", required_argument, NULL, O_IOQ},
+		{"controllers", required_argument, NULL, O_CTRLS},
+		{"staging", required_argument, NULL, O_STAGING},
+		{"serial", required_argument, NULL, O_SERIAL},
+		{"idle-spins", required_argument, NULL, O_SPINS},
 		{0},
 	};
 	uint64_t v;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "a:p:n:r:f:b:w:i:d:q:c:s:S:I:NBHh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":a:p:d:w:Njhf:b:", opts, NULL)) != -1) {
 		switch (c) {
-		case 'a': o->addr = optarg; break;
-		case 'n': o->nqn = optarg; break;
-		case 'S': o->serial = optarg; break;
-		case 'N': o->no_numa = true; break;
-		case 'B': o->idle = PC_IDLE_BUSY; break;
-		case 'H': o->idle = PC_IDLE_HYBRID; break;
-		case 'I':
+		case O_NQN: o->nqn = optarg; break;
+		case O_SERIAL: o->serial = optarg; break;
+		case O_SPINS:
 			if (parse_u32("--idle-spins", optarg, 1, 1000000, &o->idle_spins))
 				return 2;
 			break;
-		case 'r':
+		case O_RAM:
 		case 'f':
 			if (o->nr_ns == NT_MAX_NS)
 				return bad_usage("at most %u namespaces (--ram and --file)", NT_MAX_NS);
 			if (c == 'f') {
 				o->ns[o->nr_ns].file = optarg;
-			} else if (cli_parse_size(PROG, usage, "--ram", optarg, 1u << 20, 1ull << 40, &v)) {
+			} else if (cli_parse_size(PROG, usage, "--ram", optarg, 1u << 20, 1ull << 40,
+						  &v)) {
 				return 2;
 			} else {
 				o->ns[o->nr_ns].ram = v;
 			}
 			o->nr_ns++;
 			break;
-		case 'p':
-			if (parse_u32("--port", optarg, 1, 65535, &o->port))
-				return 2;
-			break;
 		case 'b':
-			if (parse_u32("--block-size", optarg, 512, 4096, &o->bs))
+			if (cli_size32("--bs", optarg, 512, 4096, &o->bs))
 				return 2;
 			if (o->bs != 512 && o->bs != 4096)
-				return bad_usage("--block-size: '%s' is neither 512 nor 4096", optarg);
+				return bad_usage("--bs: '%s' is neither 512 nor 4096", optarg);
 			break;
-		case 'w':
-			if (parse_u32("--workers", optarg, 1, 64, &o->workers))
-				return 2;
-			break;
-		case 'i':
+		case O_INCAPSULE:
 			if (parse_u32("--in-capsule", optarg, 0, 16384, &o->in_capsule))
 				return 2;
 			if (o->in_capsule % 16)
 				return bad_usage("--in-capsule: '%s' is not a multiple of 16", optarg);
 			break;
-		case 'd':
+		case O_DEPTH:
 			if (parse_u32("--max-queue-depth", optarg, 2, 1024, &o->depth))
 				return 2;
 			break;
-		case 'q':
+		case O_IOQ:
 			if (parse_u32("--max-io-queues", optarg, 1, 64, &o->ioq))
 				return 2;
 			break;
-		case 'c':
+		case O_CTRLS:
 			if (parse_u32("--controllers", optarg, 1, 64, &o->ctrls))
 				return 2;
 			break;
-		case 's':
+		case O_STAGING:
 			if (parse_u32("--staging", optarg, 1, 4096, &o->staging))
 				return 2;
 			break;
-		case 'h':
-			usage(stdout);
-			return 0;
 		default:
-			return bad_usage("unknown option or missing value: '%s'", argv[optind - 1]);
+			if (cli_other_opt(&o->c, c, NULL, argv))
+				return 2;
 		}
 	}
 	if (optind != argc)
 		return bad_usage("unexpected argument '%s'", argv[optind]);
-	if (!o->addr)
+	if (!o->c.addr)
 		return bad_usage("--addr is missing");
 	if (!o->nqn)
 		return bad_usage("--nqn is missing");
@@ -221,29 +212,54 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-/* Main thread: once a second until a signal; expired controllers' queues close on their workers. */
-static int run(struct nt_tgt *t, const sigset_t *sigs)
+/* Main thread, once a second until a signal: expired controllers' queues close on their workers. */
+static void keepalive_tick(void *arg)
 {
-	const struct timespec sec = {.tv_sec = 1};
+	struct nt_tgt *t = arg;
 	uint16_t expired[16];
-	int sig, n, i;
+	int n, i;
 
-	for (;;) {
-		sig = sigtimedwait(sigs, NULL, &sec);
-		if (sig > 0)
-			return sig;
-		n = nvmf_tgt_keepalive(t->core, now_ms(), expired, 16);
-		for (i = 0; i < n && i < 16; i++)
-			printf(PROG ": controller %u: keep-alive timeout expired; its queues close\n",
-			       expired[i]);
-		if (n)
-			fflush(stdout);
+	n = nvmf_tgt_keepalive(t->core, now_ms(), expired, 16);
+	for (i = 0; i < n && i < 16; i++)
+		printf(PROG ": controller %u: keep-alive timeout expired; its queues close\n",
+			expired[i]);
+	if (n)
+		fflush(stdout);
+}
+
+static void print_json(struct nt_tgt *t, int sig)
+{
+	struct cli_json j;
+	unsigned int i;
+
+	cli_json_begin(&j);
+	cli_json_string(&j, "signal", strsignal(sig));
+	cli_json_u64(&j, "queues_served", atomic_load(&t->ups));
+	cli_json_u64(&j, "connects_rejected", atomic_load(&t->rejects));
+	cli_json_array(&j, "targets");
+	for (i = 0; i < t->nwq; i++) {
+		const struct nt_stats *s = &t->wqs[i].st;
+
+		cli_json_object(&j, NULL);
+		cli_json_u64(&j, "queues", s->queues);
+		cli_json_u64(&j, "commands", s->cmds);
+		cli_json_u64(&j, "reads", s->reads);
+		cli_json_u64(&j, "bytes_read", s->bytes_read);
+		cli_json_u64(&j, "writes", s->writes);
+		cli_json_u64(&j, "bytes_written", s->bytes_written);
+		cli_json_u64(&j, "flushes", s->flushes);
+		cli_json_u64(&j, "errors", s->errors);
+		cli_json_u64(&j, "io_errors", s->io_errors);
+		cli_json_close(&j, '}');
 	}
+	cli_json_close(&j, ']');
+	cli_json_workers(&j, t->e);
+	cli_json_end(&j);
 }
 
 int main(int argc, char **argv)
 {
-	struct opts o = {.port = 4420, .bs = 512, .workers = 1, .in_capsule = 4096,
+	struct opts o = {.c = {.port = 4420, .workers = 1}, .bs = 512, .in_capsule = 4096,
 			 .depth = 128, .ioq = 4, .ctrls = 2, .staging = 128};
 	struct nvmf_ns_config nsc[NT_MAX_NS] = {0};
 	struct pc_engine_params p = { .size = sizeof(p) };
@@ -257,6 +273,8 @@ int main(int argc, char **argv)
 	uint32_t i;
 	sigset_t sigs;
 
+	cli_init(PROG, usage);
+	cli_aliases(argc, argv, aliases);
 	rc = parse_opts(argc, argv, &o);
 	if (rc >= 0)
 		return rc;
@@ -266,21 +284,19 @@ int main(int argc, char **argv)
 
 	t.in_capsule = o.in_capsule;
 	t.mdts = NT_MDTS;
+	if (o.c.json)
+		cli_json_take_stdout(); /* the lines the target prints go to stderr */
 	nt_engine_params(&t, &p);
-	p.workers_per_device = o.workers;
+	cli_engine_params(&o.c, &p);
 	p.raw_bufs = o.ctrls * (NT_ADMIN_DEPTH + o.ioq * o.depth);
 	p.rx_bufs = p.raw_bufs + 64; /* 64 for the SRQ, which no NVMe host uses */
 	p.tx_bufs = p.raw_bufs + 64; /* a CQE each */
 	p.sq_depth = 2 * o.depth + 16; /* a READ's WRITE and its CQE per command */
-	p.no_numa = o.no_numa;
-	p.idle = o.idle;
 	p.idle_spins = o.idle_spins; /* 0: the engine's default */
-	t.e = pc_engine_create(&p);
-	if (!t.e) {
-		fprintf(stderr, PROG ": cannot start the engine: %s\n", pc_last_error());
+	t.e = cli_engine_start(NULL, &p);
+	if (!t.e)
 		return 1;
-	}
-	if (!o.no_numa && !pc_engine_stats(t.e, 0, &ws) && ws.numa_node >= 0) {
+	if (!o.c.no_numa && !pc_engine_stats(t.e, 0, &ws) && ws.numa_node >= 0) {
 		node = ws.numa_node;
 		topo = pc_topo_open();
 		blk_mem_topo(topo);
@@ -304,7 +320,7 @@ int main(int argc, char **argv)
 		snprintf(serial, sizeof(serial), "%s", o.serial);
 	else
 		default_serial(o.nqn, serial, sizeof(serial));
-	snprintf(port, sizeof(port), "%u", o.port);
+	snprintf(port, sizeof(port), "%u", o.c.port);
 	t.nwq = pc_engine_nworkers(t.e);
 	t.wqs = calloc(t.nwq, sizeof(*t.wqs));
 	if (!t.wqs)
@@ -312,8 +328,8 @@ int main(int argc, char **argv)
 	cfg = (struct nvmf_tgt_config){
 		.subnqn = o.nqn, .serial = serial, .model = PROG, .firmware = pc_version(),
 		.ns = nsc, .nr_ns = o.nr_ns,
-		.adrfam = strchr(o.addr, ':') ? NVMF_ADRFAM_IPV6 : NVMF_ADRFAM_IPV4,
-		.traddr = o.addr, .trsvcid = port, .portid = 1,
+		.adrfam = strchr(o.c.addr, ':') ? NVMF_ADRFAM_IPV6 : NVMF_ADRFAM_IPV4,
+		.traddr = o.c.addr, .trsvcid = port, .portid = 1,
 		.max_io_queues = (uint16_t)o.ioq, .max_queue_depth = (uint16_t)o.depth,
 		.in_capsule = o.in_capsule, .mdts = NT_MDTS, .max_ctrls = 16, .aer_limit = 4,
 		.volatile_cache = files, .event_notify = nt_event_notify, .event_arg = &t,
@@ -329,26 +345,27 @@ int main(int argc, char **argv)
 	for (i = 0; i < t.nwq; i++)
 		if (nt_wq_setup(&t, i, o.staging, node))
 			goto out;
-	if (pc_listen(t.e, o.addr, (uint16_t)o.port)) {
-		fprintf(stderr, PROG ": cannot listen on %s port %u: %s\n", o.addr, o.port,
-			pc_last_error());
+	if (cli_listen(t.e, NULL, &o.c))
 		goto out;
-	}
 	printf(PROG ": listening on %s port %u: %s, serial %s, %u worker%s, in-capsule %u, "
 		    "MDTS %u KiB, I/O queues %u x %u entries, %u raw receive buffers per worker, "
 		    "numa node %d\n",
-	       o.addr, pc_listen_port(t.e), o.nqn, serial, t.nwq, t.nwq > 1 ? "s" : "",
+	       o.c.addr, pc_listen_port(t.e), o.nqn, serial, t.nwq, t.nwq > 1 ? "s" : "",
 	       o.in_capsule, NT_MDTS >> 10, o.ioq, o.depth, p.raw_bufs, node);
 	for (i = 0; i < t.nr_ns; i++)
 		printf(PROG ": namespace %u: %s, %" PRIu64 " blocks of %u bytes\n", i + 1,
-		       t.be[i].desc, nsc[i].nblocks, o.bs);
+			t.be[i].desc, nsc[i].nblocks, o.bs);
 	fflush(stdout);
 
-	sig = run(&t, &sigs);
-	printf(PROG ": %s: %u queues served, %u connect requests rejected\n", strsignal(sig),
-	       atomic_load(&t.ups), atomic_load(&t.rejects));
-	nt_print_stats(&t, stdout);
-	pc_engine_print_stats(t.e, stdout);
+	sig = cli_wait_stop(&sigs, keepalive_tick, 1000, &t);
+	if (o.c.json) {
+		print_json(&t, sig);
+	} else {
+		printf(PROG ": %s: %u queues served, %u connect requests rejected\n",
+		       strsignal(sig), atomic_load(&t.ups), atomic_load(&t.rejects));
+		nt_print_stats(&t, stdout);
+		pc_engine_print_stats(t.e, stdout);
+	}
 	rc = 0;
 out:
 	fflush(stdout);
