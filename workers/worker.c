@@ -670,6 +670,27 @@ static unsigned int worker_turn(struct pc_worker *w, const struct pc_engine_para
 	return work;
 }
 
+/*
+ * One more empty turn of a hybrid worker: whether it has polled long enough
+ * to sleep. The time rule (idle_spin_us) reads the clock on the first empty
+ * turn of a run and then every IDLE_CLOCK_TURNS; the count rule
+ * (idle_spins) when the application set it. Both: the first bound reached.
+ */
+static pc_always_inline bool idle_enough(struct pc_worker *w, const struct pc_engine_params *p)
+{
+	uint32_t n = ++w->empty_turns;
+
+	if (p->idle_spins && n >= p->idle_spins)
+		return true;
+	if (!w->idle_ticks)
+		return false;
+	if (n == 1) {
+		w->idle_since = stats_ticks();
+		return false;
+	}
+	return !(n & (IDLE_CLOCK_TURNS - 1)) && stats_ticks() - w->idle_since >= w->idle_ticks;
+}
+
 static void *worker_main(void *arg)
 {
 	struct pc_worker *w = arg;
@@ -696,9 +717,9 @@ static void *worker_main(void *arg)
 		STAT_ADD(w->st.loops, 1);
 		if (pc_unlikely(wstats_due(&w->ws)))
 			worker_publish(w, now_ns());
-		if (work || !w->hybrid)
+		if (work || !w->hybrid) {
 			w->empty_turns = 0;
-		else if (++w->empty_turns >= p->idle_spins) {
+		} else if (idle_enough(w, p)) {
 			w->empty_turns = 0;
 			worker_sleep(w);
 		}
@@ -730,6 +751,7 @@ int worker_start(struct pc_worker *w, const struct worker_cfg *cfg)
 	w->grant_wait_due = UINT64_MAX;
 	/* grant deadlines count in stats_ticks(): stats_clock_init() ran (engine.c) */
 	w->grant_delay = stats_ns_ticks((uint64_t)w->p->grant_delay_us * 1000);
+	w->idle_ticks = w->p->idle_spin_us ? stats_ns_ticks((uint64_t)w->p->idle_spin_us * 1000) : 0;
 	w->wr_ex = worker_wants_wr_ex(w);
 	/* what the layers below call back up (worker_pvt.h) */
 	w->up = (struct worker_up){

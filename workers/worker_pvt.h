@@ -305,6 +305,8 @@ struct pc_worker {
 	unsigned int topup_next;	/* slot dp_topup_txfree() looks at next */
 	unsigned int next_slot;
 	uint32_t empty_turns;
+	uint64_t idle_ticks;	/* p->idle_spin_us in stats_ticks(); 0: the count rule alone */
+	uint64_t idle_since;	/* stats_ticks() at the first empty turn of this run of them */
 	uint32_t cq_unacked;
 	uint32_t ka_turns;	/* turns since the clock was last read for keepalive */
 	uint64_t ka_next_ns;	/* next keepalive scan (coarse_ns()) */
@@ -409,6 +411,20 @@ extern SELF_WORKER_TLS struct pc_worker *self_worker;
 
 /* pc_engine_params.keepalive_ms's default; the DONE deadline's period when keepalive is off. */
 #define PC_KEEPALIVE_DEFAULT_MS 2000u
+/*
+ * idle_spin_us's default: a hybrid worker polls 50 us with nothing to do
+ * before it sleeps. A sleep and its wake-up (ibv_req_notify_cq, poll(),
+ * the event read, two context switches) cost a few microseconds of CPU on
+ * hardware and tens under a hypervisor; spinning about as long as a few of
+ * those before sleeping bounds the CPU an idle worker spends at a small
+ * multiple of what the sleep would have cost, while a request-response
+ * peer on RDMA hardware, answering within a few microseconds, never finds
+ * it asleep. A time, not a count of turns: a turn takes 0.1 us on one
+ * machine and 10 us under emulation (docs/tuning.md).
+ */
+#define PC_IDLE_SPIN_US_DEFAULT 50u
+/* A hybrid worker's empty turns read the clock every this many only. */
+#define IDLE_CLOCK_TURNS 8u
 /* grant_delay_us: why 1 ms, workers/dp_credit.h */
 #define PC_GRANT_DELAY_DEFAULT_US 1000u
 
