@@ -81,8 +81,8 @@ static pc_always_inline void recv_credit(struct pc_worker *w, struct conn *c, ui
 
 		/* o >= 1: recv_credited < granted */
 		w->floor_deficit += credit_used_short(o, w->p->min_window);
+		/* published once per batch (dp_complete()) */
 		w->credits_out--;
-		credits_publish(w);
 		/* a credit used earns one more: its window grows with use, at once */
 		if (c->allow < c->window) {
 			c->allow++;
@@ -407,5 +407,7 @@ void dp_complete(struct pc_worker *w, unsigned int n)
 	/* the batch's clock (worker_now_batch()) is read afresh by the next one */
 	w->ws.now_batch = 0;
 	STAT_ADD(w->st.completions, (uint64_t)n);
+	/* the receives' credits used, for readers: once per batch, not per receive */
+	credits_publish(w);
 }
 

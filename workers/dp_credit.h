@@ -181,7 +181,7 @@ static inline void credits_grant(struct pc_worker *w, struct conn *c)
 	w->credits_out += g;
 	/* g <= want: what it still wants below its target */
 	c->grant_pending = want - g;
-	credits_publish(w);
+	/* published once per flush (dp_flush()) */
 	adm_release(w, ADM_SLACK(w));
 }
 

@@ -102,8 +102,13 @@ static void flush_conn(struct pc_worker *w, struct conn *c)
 	}
 	granted = c->granted;
 	/* rendezvous READs, DONEs, invalidates first: never behind a send that waits for them */
-	if (pc_unlikely(c->rv.q_head))
-		rndv_flush(w, c, space, granted, &avail);
+	if (pc_unlikely(c->rv.q_head)) {
+		/* a copy goes out of this file: @avail itself stays in a register for the loop */
+		uint64_t left = avail;
+
+		rndv_flush(w, c, space, granted, &left);
+		avail = left;
+	}
 	while (c->bl_head && ch->n < space) {
 		struct wr_ctx *ctx = c->bl_head;
 
@@ -160,6 +165,8 @@ void dp_flush(struct pc_worker *w)
 		}
 		c = next;
 	}
+	/* the credits granted in this flush (credits_grant()), for readers: once */
+	credits_publish(w);
 }
 
 /* Every HOUSEKEEP_TURNS turns while grants wait: past the earliest deadline, flush them all. */
