@@ -3,7 +3,7 @@
  * A worker's receive-credit policy and its admission limits, as pure
  * functions of numbers: no verbs, no threads, unit-tested on the host
  * (tests/test_credit.c). docs/architecture.md ("Flow control: credits")
- * states the policy; the worker (workers/datapath.c) and the control
+ * states the policy; the worker (workers/msg.c, workers/dp_credit.h) and the control
  * thread (workers/control.c) apply it.
  *
  *  - The invariant: the credits a worker has granted and not yet seen used,

@@ -63,6 +63,7 @@ int main(void)
 	U("default.max_msg_size_mib", p.max_msg_size >> 20);
 	U("default.large_pool_size_mib", p.large_pool_size >> 20);
 	U("default.idle_spins", p.idle_spins);
+	U("default.idle_spin_us", p.idle_spin_us);
 	S("default.idle", idle_name(p.idle));
 	U("default.grant_delay_us", p.grant_delay_us);
 	U("default.grant_delay_ms", p.grant_delay_us / 1000);
@@ -96,6 +97,7 @@ int main(void)
 	U("sizeof.conn", sizeof(struct conn));
 	U("worker.qpn_cache", PC_ARRAY_SIZE(((struct pc_worker *)0)->cache));
 	U("HOUSEKEEP_TURNS", HOUSEKEEP_TURNS);
+	U("IDLE_CLOCK_TURNS", IDLE_CLOCK_TURNS);
 	U("SUBMIT_BURST", SUBMIT_BURST);
 	U("KA_BUSY_TURNS", KA_BUSY_TURNS);
 	U("KA_IDLE_TURNS", KA_IDLE_TURNS);

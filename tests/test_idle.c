@@ -7,6 +7,9 @@
  *  - a worker bound by the plan (the VM has a core for one) busy-polls and
  *    never sleeps;
  *  - PC_IDLE_BUSY and PC_IDLE_HYBRID override the placement either way;
+ *  - a hybrid worker polls idle_spin_us before each sleep: never sooner
+ *    after the engine starts, never two sleeps closer together than that,
+ *    and it does sleep (the time rule, idle_spins 0);
  *  - an unknown policy is refused with EINVAL.
  */
 #include <pollcore/engine.h>
@@ -100,6 +103,50 @@ START_TEST(test_forced_policies)
 }
 END_TEST
 
+/*
+ * The time rule: a worker left idle sleeps only once it has polled
+ * idle_spin_us (400 ms here, far above a turn's length even under TCG)
+ * with nothing to do, and again only after as long once more. Sleeps are
+ * counted over intervals the test measures with the same clock: however
+ * slow the host, no interval of L ms can hold more than L / 400 + 1 of
+ * them, while the count rule (100 turns, a few ms) would sleep about
+ * every 100 ms (each sleep's bound).
+ */
+#define SPIN_MS 400u
+
+START_TEST(test_spin_time)
+{
+	const char *devs[] = { pc_test_device(), NULL };
+	struct pc_engine_params p = {
+		.size = sizeof(p), .devices = devs, .no_numa = true, .idle = PC_IDLE_HYBRID,
+		.idle_spin_us = SPIN_MS * 1000, .on_msg = on_msg,
+	};
+	uint64_t t0 = pc_test_now_ms(), t1, t2;
+	struct pc_worker_stats a, b;
+	struct pc_engine *e = pc_engine_create(&p);
+
+	ck_assert_msg(e, "pc_engine_create: %s", pc_last_error());
+	a = pc_test_wait_sleep(e, 0, 1, 0);
+	t1 = pc_test_now_ms();
+	ck_assert_msg(a.sleeps >= 1, "no sleep within 30 s of idling");
+	printf("first sleep seen %llu ms after pc_engine_create() was called (idle_spin_us %u ms)\n",
+	       (unsigned long long)(t1 - t0), SPIN_MS);
+	/* it polled SPIN_MS first, from a turn after the call began */
+	ck_assert_uint_ge(t1 - t0, SPIN_MS);
+	/* more sleeps come, each after polling SPIN_MS again */
+	b = pc_test_wait_sleep(e, 0, a.sleeps + 3, 0);
+	t2 = pc_test_now_ms();
+	ck_assert_msg(b.sleeps >= a.sleeps + 3, "%llu sleeps, then no 3 more within 30 s",
+		      (unsigned long long)a.sleeps);
+	printf("%llu more sleeps in %llu ms (at most %llu by the time rule)\n",
+	       (unsigned long long)(b.sleeps - a.sleeps), (unsigned long long)(t2 - t1),
+	       (unsigned long long)((t2 - t1) / SPIN_MS + 1));
+	/* every sleep since t0 came after SPIN_MS of polling: at most one per SPIN_MS (+1: rounding) */
+	ck_assert_uint_le(b.sleeps, (t2 - t0) / SPIN_MS + 1);
+	pc_engine_destroy(e);
+}
+END_TEST
+
 START_TEST(test_unknown_policy)
 {
 	struct pc_engine_params p = { .size = sizeof(p), .idle = (enum pc_idle)3, .no_numa = true,
@@ -121,6 +168,7 @@ int main(void)
 	tcase_add_test(tc, test_auto_unbound_sleeps);
 	tcase_add_test(tc, test_auto_bound_busy);
 	tcase_add_test(tc, test_forced_policies);
+	tcase_add_test(tc, test_spin_time);
 	tcase_add_test(tc, test_unknown_policy);
 	suite_add_tcase(s, tc);
 	return pc_test_run(s);

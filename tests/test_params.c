@@ -10,7 +10,7 @@
  *  - the same rules for pc_device_params entries, and pc_pool_params;
  *  - parameter checks that belong to the contract: max_unanswered above
  *    the window (it could never be reached), too many callers for call
- *    ids, too many buffers for call ids.
+ *    ids, too many buffers for call ids, an idle spin above 1 s.
  */
 #include <pollcore/engine.h>
 #include <pollcore/pool.h>
@@ -86,6 +86,10 @@ START_TEST(test_contract_checks)
 	p.rx_bufs = 1u << 20;
 	p.srq_depth = 64;
 	refused(&p, EINVAL, "buffers per worker");
+	p.rx_bufs = 0;
+	p.srq_depth = 0;
+	p.idle_spin_us = 1000001;
+	refused(&p, EINVAL, "idle_spin_us 1000001 exceeds 1 s");
 }
 END_TEST
 

@@ -42,7 +42,6 @@
  * while one is due (w->call_due), and a hybrid worker sleeps no longer
  * than until the earliest.
  */
-#include "dp_credit.h"
 #include "rndv_pvt.h"
 
 #include <stdio.h>
@@ -428,7 +427,7 @@ static uint64_t conn_expire(struct pc_worker *w, struct conn *c, uint64_t now)
 		set_error(-ETIMEDOUT,
 			  "%s port %u qp 0x%x: %u calls unanswered after their deadline or cancel (max_unanswered %u); closing",
 			  w->dev->name, w->dev->port, c->qpn, c->unanswered, w->p->max_unanswered);
-		drain_fail(w, c, -ETIMEDOUT);
+		w->up.fail(w, c, -ETIMEDOUT);
 	}
 	return due;
 }
@@ -482,4 +481,27 @@ struct msg *msg_by_gidx(struct pc_worker *w, uint32_t gidx)
 		return &w->raw_msgs[gidx];
 	gidx -= p->raw_bufs;
 	return w->rv && gidx < w->rv->nlm ? &w->rv->lm[gidx].m : NULL;
+}
+
+/*
+ * A message read by rendezvous (rndv.c), bound to @c: counted and handed
+ * over as a received one is, or to its call. Only once UP (READs are
+ * posted only then).
+ */
+void dp_deliver_read(struct pc_worker *w, struct conn *c, struct msg *m)
+{
+	void *call = NULL;
+
+	STAT_ADD(c->st->msgs_recv, 1);
+	STAT_ADD(c->st->bytes_recv, m->pub.len);
+	STAT_ADD(w->st.rx_msgs, 1);
+	if (m->pub.type == PC_MSG_RESPONSE && !call_response_match(w, c, m->pub.req_id, &call)) {
+		dp_msg_release(w, m);
+		w->up.fail(w, c, -EPROTO);
+		return;
+	}
+	if (call)
+		call_answer(w, c, m, call);
+	else
+		dp_deliver(w, w->p, c, m);
 }

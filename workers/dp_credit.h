@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The worker's side of flow control (workers/datapath.c includes it; worker
- * thread only): reading the peer's grants, granting our own within the
+ * The worker's side of flow control (layer "messages", docs/architecture.md;
+ * worker thread only): reading the peer's grants, granting our own within the
  * policy of core/credit.h, and deciding when a grant goes by RDMA WRITE
  * rather than in the header of the next message.
  *
@@ -13,7 +13,7 @@
 #ifndef PC_DP_CREDIT_H
 #define PC_DP_CREDIT_H
 
-#include "worker_pvt.h"
+#include "post_pvt.h"
 
 static inline void credits_publish(struct pc_worker *w)
 {
@@ -181,7 +181,7 @@ static inline void credits_grant(struct pc_worker *w, struct conn *c)
 	w->credits_out += g;
 	/* g <= want: what it still wants below its target */
 	c->grant_pending = want - g;
-	credits_publish(w);
+	/* published once per flush (dp_flush()) */
 	adm_release(w, ADM_SLACK(w));
 }
 
@@ -315,6 +315,35 @@ static inline void grant_wait_del(struct pc_worker *w, struct conn *c)
 	c->grant_waiting = false;
 	if (!w->grant_wait)
 		w->grant_wait_due = UINT64_MAX;
+}
+
+/*
+ * Takes a credit for a message about to be added to @c's chain; false: none
+ * left (stalled). @avail: the credits known to be left, read afresh at 0
+ * (a WRITE of the peer's may have brought more).
+ */
+static pc_always_inline bool credit_spend(struct pc_worker *w, struct conn *c, uint64_t granted,
+					  uint64_t *avail)
+{
+	if (!*avail && !(*avail = credits_avail(c))) {
+		/* counted once per episode, not per look */
+		if (!c->credit_stalled) {
+			PC_PROBE(credit_stall, c->qpn);
+			c->credit_stalled = true;
+			STAT_ADD(c->st->credit_stalls, 1);
+			STAT_ADD(w->st.credit_stalls, 1);
+		}
+		return false;
+	}
+	c->credit_stalled = false;
+	c->sent_credited++;
+	(*avail)--;
+	if (c->granted_published != granted) {
+		c->granted_published = granted;
+		c->grant_due = 0;
+		STAT_ADD(w->st.credit_piggybacks, 1);
+	}
+	return true;
 }
 
 #endif /* PC_DP_CREDIT_H */

@@ -15,8 +15,8 @@
  * control thread destroys the QP and frees the connection after an RCU
  * grace period.
  */
-#include "dp_credit.h"
-#include "rndv_pvt.h"
+
+#include "dp_pvt.h"
 
 #include <stdio.h>
 #include <string.h>

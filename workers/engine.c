@@ -104,7 +104,11 @@ static int params_normalise(struct pc_engine_params *p)
 				 "%llu MiB make more than %u buffers per worker",
 				 p->rx_bufs, p->tx_bufs, p->raw_bufs,
 				 (unsigned long long)(p->large_pool_size >> 20), 1u << CALL_GIDX_BITS);
-	DEFAULT(idle_spins, 1000);
+	/* the time rule unless only a count was asked for (engine.h: precedence) */
+	if (!p->idle_spins)
+		DEFAULT(idle_spin_us, PC_IDLE_SPIN_US_DEFAULT);
+	if (p->idle_spin_us > 1000u * 1000)
+		return set_error(-EINVAL, "idle_spin_us %u exceeds 1 s", p->idle_spin_us);
 	DEFAULT(grant_delay_us, PC_GRANT_DELAY_DEFAULT_US);
 	if (p->grant_delay_us > 10u * 1000 * 1000)
 		return set_error(-EINVAL, "grant_delay_us %u exceeds 10 s", p->grant_delay_us);

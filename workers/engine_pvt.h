@@ -20,7 +20,7 @@
 #ifndef PC_ENGINE_PVT_H
 #define PC_ENGINE_PVT_H
 
-#include "worker_pvt.h"
+#include "thread_pvt.h"
 
 /* A device's life in the engine (devloss.c). */
 enum dev_state { DEV_OK = 0, DEV_LOST, DEV_RELEASED };

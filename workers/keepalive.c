@@ -37,10 +37,10 @@
  * (RCU read side, the worker is an online reader) for this worker's
  * connections and compares counters it keeps anyway.
  */
+#include "dp_pvt.h"
+
 #include <errno.h>
 
-#include "worker_pvt.h"
-#include "rndv_pvt.h"
 #include "log_pvt.h"
 
 #define KA_SQ_STUCK_SCANS 16

@@ -46,17 +46,6 @@ static int mem_add(struct mem *m, const struct pc_dev *dev, int access, bool mw)
 	return 0;
 }
 
-struct ibv_mr *mem_mr(const void *handle, const struct ibv_pd *pd)
-{
-	const struct mem *m = handle;
-	uint32_t i;
-
-	for (i = 0; m && m->magic == MEM_MAGIC && i < m->n; i++)
-		if (m->reg[i].pd == pd)
-			return m->reg[i].mr;
-	return NULL;
-}
-
 void *pc_mem_reg(struct pc_conn *pconn, void *addr, size_t len, int access, uint32_t *lkey,
 		 uint32_t *rkey)
 {

@@ -25,10 +25,11 @@
  * first. Only workers whose count is odd (inside their pollers) are waited
  * for, so a ring is made only of removals from inside pollers.
  */
+#include "thread_pvt.h"
+
 #include <errno.h>
 #include <sched.h>
 
-#include "worker_pvt.h"
 #include "log_pvt.h"
 
 unsigned int worker_run_pollers(struct pc_worker *w, unsigned int hi)

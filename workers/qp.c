@@ -10,11 +10,16 @@
  *    asked for with PC_POST_WR_EX; plain otherwise.
  * Control thread (QPs) and worker thread (CQ), at setup only.
  */
-#include "rndv_pvt.h"
+
+#include "worker_pvt.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include "log_pvt.h"
+
+
+/* The worker running on this thread, if any (worker_pvt.h). */
+SELF_WORKER_TLS struct pc_worker *self_worker;
 
 /*
  * No mlx5 CQE compression, on purpose: a compressed CQ carries mini-CQEs
@@ -173,4 +178,17 @@ int worker_create_qp(struct pc_worker *w, struct conn *c, struct rdma_cm_id *id)
 	c->bl_tail = &c->bl_head;
 	c->cw_tail = &c->cw_head;
 	return 0;
+}
+
+/* @c retires: its last counts go back into the conn, its slot is free again. */
+void worker_stats_release(struct pc_worker *w, struct conn *c)
+{
+	struct pc_stats_conn *slot = c->st;
+
+	if (slot == &c->st_local)
+		return;
+	c->st_local = *slot;
+	/* release: st_local is complete before anyone reads it through c->st */
+	__atomic_store_n(&c->st, &c->st_local, __ATOMIC_RELEASE);
+	wstats_slot_close(&w->ws, slot);
 }

@@ -6,7 +6,7 @@
  * for the exchange and the protection it relies on.
  *
  * The pool is set up in rndv_setup.c. Worker thread only, except
- * pc_msg_alloc_size() and rndv_submit_check() (any thread), which touch
+ * rndv_msg_alloc() and rndv_submit_check() (any thread), which touch
  * only the pool's allocator and the connections' tx_bytes, under its
  * spinlock, and a block no other thread sees yet.
  */
@@ -15,13 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "dp_credit.h"
 #include "log_pvt.h"
 
 #define HDR WIRE_HDR_LEN
-#define DONE_OFF 64u
-static_assert(HDR + sizeof(struct wire_rndv) <= DONE_OFF, "descriptor fits its half of the slot");
-static_assert(DONE_OFF + HDR + sizeof(struct wire_done) <= RNDV_SLOT, "DONE fits the other half");
 
 /* The pool's gauge; the caller holds the lock. */
 static inline void used_gauge(struct pc_worker *w)
@@ -192,22 +188,15 @@ static void lm_maybe_free(struct pc_worker *w, struct lmsg *lm)
 
 /* --- the application's side ---------------------------------------------------------------- */
 
-struct pc_msg *pc_msg_alloc_size(struct pc_conn *pconn, size_t len)
+/* pc_msg_alloc_size() above msg_size (submit.c): a block of the large pool. Any thread. */
+struct pc_msg *rndv_msg_alloc(struct conn *c, size_t len)
 {
-	struct conn *c = (struct conn *)pconn;
 	struct pc_worker *w = c->w;
 	struct rndv_pool *rv;
 	struct lmsg *lm;
 	bool over = false;
 	uint32_t peer;
 
-	/* first: a handle may outlive its worker (past pc_engine_destroy()), not read it then */
-	if (pc_unlikely(__atomic_load_n(&c->state, __ATOMIC_RELAXED) >= CONN_DRAINING)) {
-		errno = ENOTCONN;
-		return NULL;
-	}
-	if (pc_likely(len <= w->p->msg_size))
-		return pc_msg_alloc(pconn);
 	rv = w->rv;
 	peer = c->raw ? 0 : c->rv.peer_max_large;
 	if (!rv || len > rv->max_large || len > peer) {
@@ -264,213 +253,6 @@ int rndv_submit_check(const struct conn *c, struct msg *m)
 	return 0;
 }
 
-/* --- descriptors awaiting DONE, oldest first (struct rndv_conn's tx list) ------------------ */
-
-static void tx_link(struct pc_worker *w, struct conn *c, struct lmsg *lm)
-{
-	lm->tx_next = NULL;
-	lm->tx_prev = c->rv.tx_tail;
-	if (c->rv.tx_tail)
-		c->rv.tx_tail->tx_next = lm;
-	else
-		c->rv.tx_head = lm;
-	c->rv.tx_tail = lm;
-	lm->tx_linked = true;
-	c->rv.tx_wait++;
-	w->rv->unanswered++;
-}
-
-static void tx_unlink(struct pc_worker *w, struct conn *c, struct lmsg *lm)
-{
-	if (lm->tx_prev)
-		lm->tx_prev->tx_next = lm->tx_next;
-	else
-		c->rv.tx_head = lm->tx_next;
-	if (lm->tx_next)
-		lm->tx_next->tx_prev = lm->tx_prev;
-	else
-		c->rv.tx_tail = lm->tx_prev;
-	lm->tx_prev = lm->tx_next = NULL;
-	lm->tx_linked = false;
-	c->rv.tx_wait--;
-	w->rv->unanswered--;
-}
-
-/* --- posting ----------------------------------------------------------------------------- */
-
-/* Queues a READ, DONE or LOCAL_INV for @c's next flush (struct rndv_conn's q). */
-static void q_add(struct conn *c, struct wr_ctx *ctx)
-{
-	ctx->next = NULL;
-	if (!c->rv.q_tail)
-		c->rv.q_tail = &c->rv.q_head;
-	*c->rv.q_tail = ctx;
-	c->rv.q_tail = &ctx->next;
-}
-
-bool rndv_send_ready(struct pc_worker *w, struct conn *c, struct msg *m, uint32_t room)
-{
-	struct lmsg *lm = lm_of(m);
-
-	/* given back by a call that ended before its DONE: sent again once that came */
-	if (lm->state != LM_IDLE)
-		return false;
-	if (m->pub.len <= w->p->msg_size)
-		return room >= 1;
-	return room >= 2 && c->rv.tx_open < WIRE_RNDV_MAX && lm->mw;
-}
-
-void rndv_add_send(struct pc_worker *w, struct conn *c, struct msg *m)
-{
-	struct rndv_pool *rv = w->rv;
-	struct lmsg *lm = lm_of(m);
-	uint32_t len = m->pub.len;
-	struct ibv_send_wr *wr;
-
-	/* this send's outcome is what an application buffer's released() will say */
-	lm->zc_ok = false;
-	lm->zc_status = 0;
-	lm->send_done = false;
-	if (len <= w->p->msg_size) {
-		/* an ordinary message from a large buffer (a small reply in place): header, payload */
-		wire_hdr_fill((struct wire_hdr *)(void *)lm->slot, m->pub.type, len, m->pub.req_id,
-			      c->granted);
-		lm->sge[0] = (struct ibv_sge){ (uintptr_t)lm->slot, HDR, rv->slots_mr->lkey };
-		lm->sge[1] = (struct ibv_sge){ (uintptr_t)m->pub.data, len, lm_mr(rv, lm)->lkey };
-		wr = chain_add(&w->chain);
-		wr->sg_list = lm->sge;
-		wr->num_sge = len ? 2 : 1;
-		wr->opcode = IBV_WR_SEND;
-		wr->send_flags = 0;
-		wr->wr_id = (uintptr_t)&m->ctx;
-	} else {
-		struct wire_rndv d = {
-			.inner = m->pub.type,
-			.addr = (uintptr_t)m->pub.data,
-			.len = len,
-		};
-
-		/* a new rkey per bind: one given out before never names these bytes again */
-		lm->gen++;
-		lm->rkey = ibv_inc_rkey(lm->rkey);
-		d.rkey = lm->rkey;
-		d.token = (uint64_t)lm->gen << 32 | lm_index(rv, lm);
-		wr = chain_add(&w->chain);
-		wr->opcode = IBV_WR_BIND_MW;
-		wr->num_sge = 0;
-		wr->send_flags = 0;
-		/*
-		 * Observed on rxe (rdma-core 44): a BIND_MW whose imm_data is not 0
-		 * fails ibv_post_send with EINVAL; the chain's WRs are reused, and
-		 * a LOCAL_INV leaves its rkey in that union.
-		 */
-		wr->imm_data = 0;
-		wr->wr_id = (uintptr_t)&lm->bind_ctx;
-		wr->bind_mw.mw = lm->mw;
-		wr->bind_mw.rkey = lm->rkey;
-		wr->bind_mw.bind_info = (struct ibv_mw_bind_info){
-			.mr = lm_mr(rv, lm),
-			.addr = (uintptr_t)m->pub.data,
-			.length = len,
-			.mw_access_flags = IBV_ACCESS_REMOTE_READ,
-		};
-		lm->bind_ctx.conn = c;
-		wire_hdr_fill((struct wire_hdr *)(void *)lm->slot, WIRE_RNDV, sizeof(d),
-			      m->pub.req_id, c->granted);
-		memcpy(lm->slot + HDR, &d, sizeof(d));
-		wr = chain_add(&w->chain);
-		wr->sg_list->addr = (uintptr_t)lm->slot;
-		wr->sg_list->length = HDR + sizeof(d);
-		wr->sg_list->lkey = rv->slots_mr->lkey;
-		wr->num_sge = 1;
-		wr->opcode = IBV_WR_SEND;
-		wr->send_flags = HDR + sizeof(d) <= c->max_inline ? IBV_SEND_INLINE : 0;
-		wr->wr_id = (uintptr_t)&m->ctx;
-		lm->state = LM_BOUND;
-		lm->rv_conn = c;
-		c->rv.tx_open++;
-		/* the DONE deadline's clock (rndv_overdue()): no system call */
-		lm->sent_ns = coarse_ns();
-		tx_link(w, c, lm);
-		STAT_ADD(w->st.rndv_sent, 1);
-	}
-	m->ctx.conn = c;
-	STAT_ADD(c->st->msgs_sent, 1);
-	STAT_ADD(c->st->bytes_sent, len);
-}
-
-bool rndv_ready(struct pc_worker *w, struct conn *c, struct wr_ctx *ctx, uint32_t room)
-{
-	struct ibv_qp_attr a;
-	struct ibv_qp_init_attr ia;
-
-	(void)w;
-	if (!room)
-		return false;
-	if (ctx->kind != WR_RNDV_READ)
-		return true;
-	/* READs in flight stay within the QP's initiator depth, asked once */
-	if (pc_unlikely(!c->rv.rd_depth)) {
-		memset(&a, 0, sizeof(a));
-		c->rv.rd_depth = ibv_query_qp(c->qp, &a, IBV_QP_MAX_QP_RD_ATOMIC, &ia) ||
-				 !a.max_rd_atomic ? 1 : a.max_rd_atomic;
-	}
-	return c->rv.reads < c->rv.rd_depth;
-}
-
-void rndv_add(struct pc_worker *w, struct conn *c, struct wr_ctx *ctx)
-{
-	struct rndv_pool *rv = w->rv;
-	struct ibv_send_wr *wr = chain_add(&w->chain);
-	struct lmsg *lm;
-
-	wr->send_flags = 0;
-	wr->wr_id = (uintptr_t)ctx;
-	switch (ctx->kind) {
-	case WR_RNDV_READ:
-		lm = pc_container_of(ctx, struct lmsg, rd_ctx);
-		wr->sg_list->addr = (uintptr_t)lm_data(rv, lm);
-		wr->sg_list->length = lm->rd.len;
-		wr->sg_list->lkey = lm_mr(rv, lm)->lkey;
-		wr->num_sge = 1;
-		wr->opcode = IBV_WR_RDMA_READ;
-		wr->wr.rdma.remote_addr = lm->rd.addr;
-		wr->wr.rdma.rkey = lm->rd.rkey;
-		c->rv.reads++;
-		break;
-	case WR_RNDV_INV:
-		lm = pc_container_of(ctx, struct lmsg, inv_ctx);
-		wr->num_sge = 0;
-		wr->opcode = IBV_WR_LOCAL_INV;
-		wr->invalidate_rkey = lm->rkey;
-		break;
-	default: { /* WR_RNDV_DONE or WR_RNDV_ABORT; its credit is taken (flush_conn()) */
-		struct wire_done dn;
-		uint8_t type = WIRE_DONE;
-
-		if (ctx->kind == WR_RNDV_ABORT) {
-			/* the sender's own token; the slot's DONE half is free on a sending block */
-			lm = pc_container_of(ctx, struct lmsg, abort_ctx);
-			dn = (struct wire_done){ .token = (uint64_t)lm->gen << 32 | lm_index(rv, lm) };
-			type = WIRE_ABORT;
-		} else {
-			lm = pc_container_of(ctx, struct lmsg, done_ctx);
-			dn = (struct wire_done){ .token = lm->done_token };
-		}
-		wire_hdr_fill((struct wire_hdr *)(void *)(lm->slot + DONE_OFF), type,
-			      sizeof(dn), 0, c->granted);
-		memcpy(lm->slot + DONE_OFF + HDR, &dn, sizeof(dn));
-		wr->sg_list->addr = (uintptr_t)(lm->slot + DONE_OFF);
-		wr->sg_list->length = HDR + sizeof(dn);
-		wr->sg_list->lkey = rv->slots_mr->lkey;
-		wr->num_sge = 1;
-		wr->opcode = IBV_WR_SEND;
-		wr->send_flags = HDR + sizeof(dn) <= c->max_inline ? IBV_SEND_INLINE : 0;
-		break;
-	}
-	}
-}
-
 /* --- completions --------------------------------------------------------------------------- */
 
 /*
@@ -493,12 +275,12 @@ static void tx_end(struct pc_worker *w, struct lmsg *lm, bool dirty)
 		if (!c->rv.drained) {
 			lm->state = LM_CLOSED;
 			if (!lm->tx_linked)
-				tx_link(w, c, lm);
+				rndv_tx_link(w, c, lm);
 			return;
 		}
 	}
 	if (lm->tx_linked)
-		tx_unlink(w, c, lm);
+		rndv_tx_unlink(w, c, lm);
 	lm->state = LM_IDLE;
 	lm->rv_conn = NULL;
 	c->rv.tx_open--;
@@ -546,7 +328,7 @@ void rndv_call_abort(struct pc_worker *w, struct conn *c, struct msg *m)
 		return;
 	lm->abort_busy = true;
 	lm->abort_ctx.conn = c;
-	q_add(c, &lm->abort_ctx);
+	rndv_q_add(c, &lm->abort_ctx);
 	dp_mark_dirty(w, c);
 }
 
@@ -604,13 +386,13 @@ static void read_done(struct pc_worker *w, struct lmsg *lm, bool failed, bool po
 		lm->done_token = lm->rd.token;
 		lm->done_busy = true;
 		lm->done_ctx.conn = c;
-		q_add(c, &lm->done_ctx);
+		rndv_q_add(c, &lm->done_ctx);
 		/*
 		 * Posted before the message is delivered: a handler that takes
 		 * long on it must not hold the sender's window (and its DONE
 		 * deadline) that long. Queued still if it cannot go now.
 		 */
-		dp_flush_rndv_now(w, c);
+		rndv_flush_now(w, c);
 		if (c->rv.q_head)
 			dp_mark_dirty(w, c);
 	}
@@ -705,7 +487,7 @@ static void rndv_fail(struct pc_worker *w, struct conn *c, const char *why)
 {
 	set_error(-EPROTO, "%s port %u qp 0x%x: %s; closing", w->dev->name, w->dev->port, c->qpn,
 		  why);
-	drain_fail(w, c, -EPROTO);
+	w->up.fail(w, c, -EPROTO);
 }
 
 /* Starts reading @d into a block, if there is room and the conn is within its share. */
@@ -735,7 +517,7 @@ static bool start_read(struct pc_worker *w, struct conn *c, const struct wire_rn
 	lm->rd = *d;
 	lm->rd_req_id = req_id;
 	lm->rd_ctx.conn = c;
-	q_add(c, &lm->rd_ctx);
+	rndv_q_add(c, &lm->rd_ctx);
 	if (c->state == CONN_UP)
 		dp_mark_dirty(w, c);
 	return true;
@@ -869,14 +651,14 @@ static void done_recv(struct pc_worker *w, struct conn *c, const void *payload, 
 	if (dn.status)
 		pc_debug("%s qp 0x%x: the peer could not read rendezvous token 0x%llx: %s",
 			 w->dev->name, c->qpn, (unsigned long long)dn.token, strerror(-dn.status));
-	tx_unlink(w, c, lm);
+	rndv_tx_unlink(w, c, lm);
 	/* the DONE deadline counts from the peer's last answer (rndv_overdue()) */
 	c->rv.done_ns = coarse_ns();
 	lm->zc_ok = true;
 	lm->zc_status = dn.status >= -4095 ? dn.status : -EIO;	/* the peer's word */
 	lm->state = LM_INV;
 	lm->inv_ctx.conn = c;
-	q_add(c, &lm->inv_ctx);
+	rndv_q_add(c, &lm->inv_ctx);
 	dp_mark_dirty(w, c);
 }
 
@@ -1023,7 +805,7 @@ bool rndv_overdue(struct pc_worker *w, struct conn *c, uint64_t now, uint64_t li
 		  c->rv.tx_wait, (unsigned long long)(now - lm->sent_ns) / 1000000,
 		  (unsigned long long)quiet / 1000000, (unsigned long long)limit_ns / 1000000,
 		  (unsigned long long)(RNDV_OLDEST_LIMITS * limit_ns) / 1000000);
-	drain_fail(w, c, -ETIMEDOUT);
+	w->up.fail(w, c, -ETIMEDOUT);
 	return true;
 }
 

@@ -48,7 +48,8 @@
 #include <pthread.h>
 
 #include "blkalloc.h"
-#include "worker_pvt.h"
+#include "calls_pvt.h"
+#include "post_pvt.h"
 
 #define RNDV_MIN_SHIFT 16u	/* 64 KiB blocks */
 #define RNDV_SLOT 128u		/* per block: descriptor send [0, 64), DONE send [64, 128) */
@@ -174,10 +175,65 @@ static inline bool rndv_unanswered(const struct pc_worker *w)
 }
 
 /* rndv.c; worker thread unless said otherwise */
+#define RNDV_DONE_OFF 64u	/* a slot's DONE half */
+static_assert(WIRE_HDR_LEN + sizeof(struct wire_rndv) <= RNDV_DONE_OFF,
+	      "descriptor fits its half of the slot");
+static_assert(RNDV_DONE_OFF + WIRE_HDR_LEN + sizeof(struct wire_done) <= RNDV_SLOT,
+	      "DONE fits the other half");
+
+/* --- descriptors awaiting DONE, oldest first (struct rndv_conn's tx list) ------------------ */
+
+static inline void rndv_tx_link(struct pc_worker *w, struct conn *c, struct lmsg *lm)
+{
+	lm->tx_next = NULL;
+	lm->tx_prev = c->rv.tx_tail;
+	if (c->rv.tx_tail)
+		c->rv.tx_tail->tx_next = lm;
+	else
+		c->rv.tx_head = lm;
+	c->rv.tx_tail = lm;
+	lm->tx_linked = true;
+	c->rv.tx_wait++;
+	w->rv->unanswered++;
+}
+
+static inline void rndv_tx_unlink(struct pc_worker *w, struct conn *c, struct lmsg *lm)
+{
+	if (lm->tx_prev)
+		lm->tx_prev->tx_next = lm->tx_next;
+	else
+		c->rv.tx_head = lm->tx_next;
+	if (lm->tx_next)
+		lm->tx_next->tx_prev = lm->tx_prev;
+	else
+		c->rv.tx_tail = lm->tx_prev;
+	lm->tx_prev = lm->tx_next = NULL;
+	lm->tx_linked = false;
+	c->rv.tx_wait--;
+	w->rv->unanswered--;
+}
+
+/* Queues a READ, DONE or LOCAL_INV for @c's next flush (struct rndv_conn's q). */
+static inline void rndv_q_add(struct conn *c, struct wr_ctx *ctx)
+{
+	ctx->next = NULL;
+	if (!c->rv.q_tail)
+		c->rv.q_tail = &c->rv.q_head;
+	*c->rv.q_tail = ctx;
+	c->rv.q_tail = &ctx->next;
+}
+
+/* a large-pool message goes out on @c */
+void rndv_take(struct pc_worker *w, struct conn *c, struct msg *m);
+/* rndv_post.c: @c's queued rendezvous WRs into the chain being built; the same, posted now */
+void rndv_flush(struct pc_worker *w, struct conn *c, uint32_t space, uint64_t granted,
+		uint64_t *avail);
+void rndv_flush_now(struct pc_worker *w, struct conn *c);
 int rndv_setup(struct pc_worker *w, bool numa);
 void rndv_release_verbs(struct pc_worker *w);
 void rndv_destroy(struct pc_worker *w);
 int rndv_submit_check(const struct conn *c, struct msg *m);	/* any thread */
+struct pc_msg *rndv_msg_alloc(struct conn *c, size_t len);	/* any thread */
 bool rndv_send_ready(struct pc_worker *w, struct conn *c, struct msg *m, uint32_t room);
 void rndv_add_send(struct pc_worker *w, struct conn *c, struct msg *m);
 bool rndv_ready(struct pc_worker *w, struct conn *c, struct wr_ctx *ctx, uint32_t room);

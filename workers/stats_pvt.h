@@ -181,6 +181,22 @@ static inline bool wstats_due(struct wstats *ws)
 	return stats_ticks() >= ws->next_publish;
 }
 
+/* Where a segment's owner is, as this PID namespace sees it. */
+enum pid_is {
+	PID_RUNS,	/* the pid runs, with the start time the segment recorded */
+	PID_EXITED,	/* the owner itself, exiting or a zombie */
+	PID_REUSED,	/* another process has the pid */
+	PID_ABSENT,	/* no such pid here */
+};
+
+/* Shared by the writer (stats.c) and the reader (stats_read.c). */
+uint64_t stats_clock_ns(clockid_t id);
+int stats_name_pid(const char *name, unsigned int *engine);
+int stats_open_existing(const char *name);
+enum pid_is stats_pid_lookup(int pid, const uint64_t *start);
+int stats_clean_fd(int fd, const char *name, unsigned int flags);
+int stats_hdr_read(int fd, struct pc_stats_hdr *out, const char *name);
+
 /* The owner of a pid's start time (/proc/<pid>/stat field 22); 0 or a negative errno. */
 int stats_proc_start(int pid, uint64_t *start, char *state);
 

@@ -137,6 +137,21 @@ struct pc_msg *pc_msg_alloc(struct pc_conn *pconn)
 	return &m->pub;
 }
 
+struct pc_msg *pc_msg_alloc_size(struct pc_conn *pconn, size_t len)
+{
+	struct conn *c = (struct conn *)pconn;
+
+	/* first: a handle may outlive its worker (past pc_engine_destroy()), not read it then */
+	if (pc_unlikely(__atomic_load_n(&c->state, __ATOMIC_RELAXED) >= CONN_DRAINING)) {
+		errno = ENOTCONN;
+		return NULL;
+	}
+	if (pc_likely(len <= c->w->p->msg_size))
+		return pc_msg_alloc(pconn);
+	/* above it: rendezvous, a block of the large pool (rndv.c) */
+	return rndv_msg_alloc(c, len);
+}
+
 /*
  * Whether @m may be sent on @c: 0, or -EMSGSIZE, -EXDEV, -EINVAL (the
  * message is still the caller's), pc_last_error() saying why.

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
- * Worker resources, thread and loop. The data path proper (completions,
- * posting, credits) is in datapath.c; closing connections in drain.c.
+ * Worker resources, thread and loop (layer "worker", docs/architecture.md).
+ * The data path proper is in the layers below: completions (complete.c),
+ * chains (flush.c), posting (post.c), messages and credits (msg.c,
+ * dp_credit.h); closing connections in drain.c.
  */
-#include "dp_credit.h"
-#include "rndv_pvt.h"
+
+#include "thread_pvt.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -14,8 +16,6 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 #include "log_pvt.h"
-
-SELF_WORKER_TLS struct pc_worker *self_worker;
 
 /* The longest a hybrid worker sleeps when nothing is due. */
 #define SLEEP_MAX_NS (100ull * 1000 * 1000)
@@ -398,19 +398,6 @@ static void conn_stats_open(struct pc_worker *w, struct conn *c)
 		__atomic_store_n(&c->st, slot, __ATOMIC_RELEASE);
 }
 
-/* @c retires: its last counts go back into the conn, its slot is free again. */
-void worker_stats_release(struct pc_worker *w, struct conn *c)
-{
-	struct pc_stats_conn *slot = c->st;
-
-	if (slot == &c->st_local)
-		return;
-	c->st_local = *slot;
-	/* release: st_local is complete before anyone reads it through c->st */
-	__atomic_store_n(&c->st, &c->st_local, __ATOMIC_RELEASE);
-	wstats_slot_close(&w->ws, slot);
-}
-
 /* Applies control messages; returns how many there were. */
 unsigned int worker_apply_ctl(struct pc_worker *w)
 {
@@ -683,6 +670,27 @@ static unsigned int worker_turn(struct pc_worker *w, const struct pc_engine_para
 	return work;
 }
 
+/*
+ * One more empty turn of a hybrid worker: whether it has polled long enough
+ * to sleep. The time rule (idle_spin_us) reads the clock on the first empty
+ * turn of a run and then every IDLE_CLOCK_TURNS; the count rule
+ * (idle_spins) when the application set it. Both: the first bound reached.
+ */
+static pc_always_inline bool idle_enough(struct pc_worker *w, const struct pc_engine_params *p)
+{
+	uint32_t n = ++w->empty_turns;
+
+	if (p->idle_spins && n >= p->idle_spins)
+		return true;
+	if (!w->idle_ticks)
+		return false;
+	if (n == 1) {
+		w->idle_since = stats_ticks();
+		return false;
+	}
+	return !(n & (IDLE_CLOCK_TURNS - 1)) && stats_ticks() - w->idle_since >= w->idle_ticks;
+}
+
 static void *worker_main(void *arg)
 {
 	struct pc_worker *w = arg;
@@ -709,9 +717,9 @@ static void *worker_main(void *arg)
 		STAT_ADD(w->st.loops, 1);
 		if (pc_unlikely(wstats_due(&w->ws)))
 			worker_publish(w, now_ns());
-		if (work || !w->hybrid)
+		if (work || !w->hybrid) {
 			w->empty_turns = 0;
-		else if (++w->empty_turns >= p->idle_spins) {
+		} else if (idle_enough(w, p)) {
 			w->empty_turns = 0;
 			worker_sleep(w);
 		}
@@ -743,7 +751,16 @@ int worker_start(struct pc_worker *w, const struct worker_cfg *cfg)
 	w->grant_wait_due = UINT64_MAX;
 	/* grant deadlines count in stats_ticks(): stats_clock_init() ran (engine.c) */
 	w->grant_delay = stats_ns_ticks((uint64_t)w->p->grant_delay_us * 1000);
+	w->idle_ticks = w->p->idle_spin_us ? stats_ns_ticks((uint64_t)w->p->idle_spin_us * 1000) : 0;
 	w->wr_ex = worker_wants_wr_ex(w);
+	/* what the layers below call back up (worker_pvt.h) */
+	w->up = (struct worker_up){
+		.fail = drain_fail,
+		.retire = drain_maybe_retire,
+		.wr_failed = dp_wr_failed,
+		.apply_ctl = worker_apply_ctl,
+		.release_large = rndv_release,
+	};
 	w->st.pu = -1;
 	w->st.numa_node = -1;
 	/* pthread names are 15 chars: pc-w<N>-<device>, truncated */

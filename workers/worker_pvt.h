@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Worker internals: the worker, its messages and application channels, and
- * the functions of worker.c, qp.c, datapath.c and drain.c. Above conn.h,
- * below the engine: a worker is given everything it uses when it starts
- * (struct worker_cfg) and never reaches up into the engine.
+ * Worker internals: the worker, its messages and application channels, the
+ * callbacks by which the lower layers reach the upper ones (struct
+ * worker_up), and the functions of qp.c. Layer "state" with conn.h and
+ * dp_credit.h (docs/architecture.md): each layer above has its own header
+ * (post_pvt.h, msg_pvt.h, calls_pvt.h and rndv_pvt.h, dp_pvt.h,
+ * thread_pvt.h, engine_pvt.h), each including the one below. A worker is
+ * given everything it uses when it starts (struct worker_cfg) and never
+ * reaches up into the engine.
  *
  * Who touches what:
  *
@@ -162,7 +166,16 @@ struct mem {
 };
 
 /* The registration of @handle on protection domain @pd, or NULL. Any thread. */
-struct ibv_mr *mem_mr(const void *handle, const struct ibv_pd *pd);
+static inline struct ibv_mr *mem_mr(const void *handle, const struct ibv_pd *pd)
+{
+	const struct mem *m = handle;
+	uint32_t i;
+
+	for (i = 0; m && m->magic == MEM_MAGIC && i < m->n; i++)
+		if (m->reg[i].pd == pd)
+			return m->reg[i].mr;
+	return NULL;
+}
 
 /* --- workers --------------------------------------------------------------- */
 
@@ -208,6 +221,27 @@ struct worker_cfg {
 };
 
 struct rndv_pool;
+struct pc_worker;
+
+/*
+ * What the layers of the data path below need from those above them
+ * (docs/architecture.md, "Layers of workers/"), set by worker.c before the
+ * worker's thread starts: posting, messages and the protocols never call
+ * up by name. Each is taken on a cold path (an error, a connection that
+ * ends, a large message, a cache miss), never once per message.
+ */
+struct worker_up {
+	/* drain_fail(): @c failed with @err (pc_last_error() says why) */
+	void (*fail)(struct pc_worker *w, struct conn *c, int err);
+	/* drain_maybe_retire(): @c, DRAINED, may retire if nothing names it */
+	void (*retire)(struct pc_worker *w, struct conn *c);
+	/* dp_wr_failed(): a send WR that could not be posted retires as failed */
+	void (*wr_failed)(struct pc_worker *w, struct wr_ctx *ctx, int err);
+	/* worker_apply_ctl(): the control messages queued for the worker */
+	unsigned int (*apply_ctl)(struct pc_worker *w);
+	/* rndv_release(): a large-pool message given back */
+	void (*release_large)(struct pc_worker *w, struct msg *m, struct conn *origin);
+};
 
 struct pc_worker {
 	/* hot: worker thread */
@@ -271,6 +305,8 @@ struct pc_worker {
 	unsigned int topup_next;	/* slot dp_topup_txfree() looks at next */
 	unsigned int next_slot;
 	uint32_t empty_turns;
+	uint64_t idle_ticks;	/* p->idle_spin_us in stats_ticks(); 0: the count rule alone */
+	uint64_t idle_since;	/* stats_ticks() at the first empty turn of this run of them */
 	uint32_t cq_unacked;
 	uint32_t ka_turns;	/* turns since the clock was last read for keepalive */
 	uint64_t ka_next_ns;	/* next keepalive scan (coarse_ns()) */
@@ -279,6 +315,9 @@ struct pc_worker {
 	bool srq_rearm;		/* SRQ limit fired: re-arm it once refilled */
 	bool poll_failed;	/* ibv_poll_cq failed before: logged once */
 	bool hybrid;		/* sleeps when idle: submitters may have to wake us */
+
+	/* the layers above, for those below (struct worker_up) */
+	struct worker_up up;
 
 	/* submissions: app threads -> worker (their own nodes: never full) */
 	struct mpscq submit;
@@ -370,14 +409,31 @@ static_assert(offsetof(struct pc_worker, sleeping) % PC_CACHELINE == 0,
 #define SELF_WORKER_TLS __thread __attribute__((tls_model("initial-exec")))
 extern SELF_WORKER_TLS struct pc_worker *self_worker;
 
-/* worker.c */
-int worker_start(struct pc_worker *w, const struct worker_cfg *cfg);
-void worker_stop(struct pc_worker *w);
-void worker_release_device(struct pc_worker *w);
-void worker_destroy(struct pc_worker *w);
-void worker_wake(struct pc_worker *w);
-unsigned int worker_apply_ctl(struct pc_worker *w);
-void worker_sample(const struct pc_worker *w, struct pc_worker_stats *st);
+/* pc_engine_params.keepalive_ms's default; the DONE deadline's period when keepalive is off. */
+#define PC_KEEPALIVE_DEFAULT_MS 2000u
+/*
+ * idle_spin_us's default: a hybrid worker polls 50 us with nothing to do
+ * before it sleeps. A sleep and its wake-up (ibv_req_notify_cq, poll(),
+ * the event read, two context switches) cost a few microseconds of CPU on
+ * hardware and tens under a hypervisor; spinning about as long as a few of
+ * those before sleeping bounds the CPU an idle worker spends at a small
+ * multiple of what the sleep would have cost, while a request-response
+ * peer on RDMA hardware, answering within a few microseconds, never finds
+ * it asleep. A time, not a count of turns: a turn takes 0.1 us on one
+ * machine and 10 us under emulation (docs/tuning.md).
+ */
+#define PC_IDLE_SPIN_US_DEFAULT 50u
+/* A hybrid worker's empty turns read the clock every this many only. */
+#define IDLE_CLOCK_TURNS 8u
+/* grant_delay_us: why 1 ms, workers/dp_credit.h */
+#define PC_GRANT_DELAY_DEFAULT_US 1000u
+
+/* qp.c: the worker's verbs objects; a conn's stats slot */
+void worker_create_domain(struct pc_worker *w);
+void worker_destroy_domain(struct pc_worker *w);
+int worker_create_cq(struct pc_worker *w, int cqe);
+int worker_create_qp(struct pc_worker *w, struct conn *c, struct rdma_cm_id *id);
+bool worker_wants_wr_ex(const struct pc_worker *w);
 void worker_stats_release(struct pc_worker *w, struct conn *c);
 
 /*
@@ -390,80 +446,6 @@ static inline uint64_t worker_now_batch(struct pc_worker *w)
 	if (!w->ws.now_batch)
 		w->ws.now_batch = stats_ticks();
 	return w->ws.now_batch;
-}
-
-/* qp.c */
-void worker_create_domain(struct pc_worker *w);
-void worker_destroy_domain(struct pc_worker *w);
-int worker_create_cq(struct pc_worker *w, int cqe);
-int worker_create_qp(struct pc_worker *w, struct conn *c, struct rdma_cm_id *id);
-bool worker_wants_wr_ex(const struct pc_worker *w);
-
-/* datapath.c (worker thread, except msg_bind: whoever owns the message) */
-/* the first @n completions of w->wc, one poll's batch */
-void dp_complete(struct pc_worker *w, unsigned int n);
-void dp_sq_complete(struct pc_worker *w, struct conn *c, struct wr_ctx *ctx, int err);
-void dp_wr_failed(struct pc_worker *w, struct wr_ctx *ctx, int err);
-void dp_flush(struct pc_worker *w);
-void dp_flush_rndv_now(struct pc_worker *w, struct conn *c);
-void dp_grant_wait_check(struct pc_worker *w);
-int dp_post(struct pc_worker *w, struct conn *c, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
-void dp_refill_srq(struct pc_worker *w, bool arm);
-void dp_refill_rq(struct pc_worker *w, struct conn *c);
-void dp_credited_join(struct pc_worker *w, struct conn *c);
-void dp_credited_leave(struct pc_worker *w, struct conn *c);
-void dp_submit(struct pc_worker *w, struct wr_ctx *ctx);
-void dp_deliver_overflow(struct pc_worker *w);
-void dp_topup_txfree(struct pc_worker *w);
-void dp_msg_release(struct pc_worker *w, struct msg *m);
-int dp_send_refused(struct pc_worker *w, struct msg *m);
-int dp_rdma(struct pc_worker *w, struct pc_op *op);
-struct msg *dp_tx_alloc(struct pc_worker *w);
-void dp_count_dropped(struct pc_worker *w, struct conn *c, uint32_t n);
-void dp_deliver_early(struct pc_worker *w, struct conn *c);
-void dp_deliver_slot(struct pc_worker *w, unsigned int slot, struct msg *m);
-
-/* rndv.c: a large-pool message goes out on @c */
-void rndv_take(struct pc_worker *w, struct conn *c, struct msg *m);
-
-/* calls.c (worker thread unless said otherwise): requests, pc_call() */
-#define CALL_LATE ((void *)1)	/* a reqset pointer: ended; drop the response, count it */
-void call_submit(struct pc_worker *w, struct conn *c, struct msg *m);
-void call_admit(struct pc_worker *w, struct conn *c);
-void call_sent(struct pc_worker *w, struct msg *m);
-void call_refused(struct pc_worker *w, struct conn *c, struct msg *m);
-void call_answer(struct pc_worker *w, struct conn *c, struct msg *resp, void *call);
-void call_cancel_dequeued(struct pc_worker *w, struct msg *m);
-void call_cancel_here(struct pc_worker *w, struct msg *m);
-void calls_close(struct pc_worker *w, struct conn *c);
-void calls_expire(struct pc_worker *w, uint64_t now);
-struct msg *msg_by_gidx(struct pc_worker *w, uint32_t gidx);	/* any thread */
-
-/* A call of @c is over for pc_call()'s count of calls not ended (max_calls). */
-static inline void call_counted_end(struct conn *c)
-{
-	/* relaxed: pc_call() reads a count that only grows; a stale one refuses, never overruns */
-	__atomic_store_n(&c->calls_ended, c->calls_ended + 1, __ATOMIC_RELAXED);
-}
-void dp_drop_early(struct pc_worker *w, struct conn *c);
-struct conn *dp_conn_lookup(struct pc_worker *w, uint32_t qpn);
-void msg_bind(struct msg *m, struct conn *c);
-void dp_deliver_read(struct pc_worker *w, struct conn *c, struct msg *m);
-void dp_rx_hold(struct conn *c, struct msg *m);
-void dp_rx_release(struct pc_worker *w, struct conn *c, bool all);
-
-/*
- * The conn a completion's QP number names, NULL if none is attached here:
- * the worker's direct-mapped cache, else the table (dp_conn_lookup()).
- * Worker thread.
- */
-static inline struct conn *dp_conn_of_qpn(struct pc_worker *w, uint32_t qpn)
-{
-	struct conn *c = w->cache[qpn & (PC_ARRAY_SIZE(w->cache) - 1)];
-
-	if (pc_likely(c && c->qpn == qpn))
-		return c;
-	return dp_conn_lookup(w, qpn);
 }
 
 /* --- the submit side's hot path: inline, worker thread ------------------------------ */
@@ -492,69 +474,12 @@ static pc_always_inline bool conn_accepts(const struct conn *c)
 	return c->state == CONN_UP || c->state == CONN_ATTACHED;
 }
 
-/*
- * Queues @m on its conn (m->ctx.conn) to be sent at this turn's flush; a
- * request enters the conn's window of ids in flight, or waits for it
- * (call_submit()). -ENOTCONN: the conn is closing, @m is released (a call
- * with a completion ends: 0, its completion says -ENOTCONN).
- */
-static pc_always_inline int dp_send(struct pc_worker *w, struct msg *m)
-{
-	struct conn *c = m->ctx.conn;
-
-	if (pc_unlikely(!conn_accepts(c)))
-		return dp_send_refused(w, m);
-	/* a block of the large pool is charged to the conn it goes out on (rndv.c) */
-	if (pc_unlikely(m->pool == POOL_LARGE))
-		rndv_take(w, c, m);
-	if (m->pub.type == PC_MSG_REQUEST && !c->raw) {
-		call_submit(w, c, m);
-		return 0;
-	}
-	dp_backlog_add(c, &m->ctx);
-	if (c->state == CONN_UP)
-		dp_mark_dirty(w, c);
-	return 0;
-}
-
-/* poller.c (worker thread) */
-unsigned int worker_run_pollers(struct pc_worker *w, unsigned int hi);
-unsigned int worker_poller_fds(struct pc_worker *w, struct pollfd *pfd, unsigned int max);
-
-/* keepalive.c (worker thread) */
-void ka_look(struct pc_worker *w);
-
-/* pc_engine_params.keepalive_ms's default; the DONE deadline's period when keepalive is off. */
-#define PC_KEEPALIVE_DEFAULT_MS 2000u
-/* grant_delay_us: why 1 ms, workers/dp_credit.h */
-#define PC_GRANT_DELAY_DEFAULT_US 1000u
-
-/* Keepalive looks at the clock every this many busy turns, idle ones, hybrid idle ones. */
-#define KA_BUSY_TURNS 256
-#define KA_IDLE_TURNS 64
-
-/* Once a turn: the clock read and the look (ka_look()) only every so many turns. */
-static inline void ka_tick(struct pc_worker *w, bool idle)
-{
-	if (pc_likely(++w->ka_turns < (!idle ? KA_BUSY_TURNS : w->hybrid ? 1 : KA_IDLE_TURNS)))
-		return;
-	w->ka_turns = 0;
-	ka_look(w);
-}
-
-/* drain.c (worker thread) */
-void drain_begin(struct pc_worker *w, struct conn *c);
-void drain_poll(struct pc_worker *w);
-void drain_fail(struct pc_worker *w, struct conn *c, int err);
-void drain_maybe_retire(struct pc_worker *w, struct conn *c);
-void drain_retire_wait(struct pc_worker *w);
-
 /* Gives back one reference on @c (engine.h's lifetime rule); owning worker. */
 static inline void conn_put(struct pc_worker *w, struct conn *c)
 {
 	c->refs_w--;
 	if (pc_unlikely(c->state == CONN_DRAINED))
-		drain_maybe_retire(w, c);
+		w->up.retire(w, c);
 }
 
 #endif /* PC_WORKER_PVT_H */

@@ -143,7 +143,7 @@ enum pc_handoff {
 enum pc_idle {
 	PC_IDLE_AUTO = 0,	/* busy when pinned to a core of its own, hybrid otherwise */
 	PC_IDLE_BUSY,		/* busy-poll forever (lowest latency) */
-	PC_IDLE_HYBRID,		/* after idle_spins empty turns, sleep on CQ event + eventfd */
+	PC_IDLE_HYBRID,		/* after idle_spin_us of empty turns, sleep on CQ event + eventfd */
 };
 
 enum pc_msg_type {
@@ -445,7 +445,8 @@ struct pc_device_params {
  *        device's kernel work and the other workers, so it runs hybrid.
  *        PC_IDLE_BUSY and PC_IDLE_HYBRID force one. The log's line for
  *        each worker and pc_worker_stats.busy_poll say which applies.
- * @idle_spins: empty turns before sleeping (hybrid), default 1000.
+ * @idle_spins: a count instead of a time: empty turns before a hybrid worker
+ *               sleeps. Default 0: the time rule alone (@idle_spin_us).
  * @grant_delay_us: how long receive credits earned on a connection may
  *                  wait for a message going back to the peer to carry
  *                  them (in its header, at no cost) before they go by an
@@ -536,6 +537,15 @@ struct pc_device_params {
  *             have not ended (completed, or a response delivered) at most:
  *             those beyond the window wait in the engine, their deadlines
  *             running; pc_call() says -EAGAIN beyond. Default 2 x @window.
+ * @idle_spin_us: how long a hybrid worker keeps polling with nothing to do
+ *                (no completion, submission, control message or poller
+ *                work) before it sleeps on completion events, in
+ *                microseconds; the clock is read on empty turns only.
+ *                Default 50 when @idle_spins is 0 too, at most 1,000,000
+ *                (1 s). Precedence: only @idle_spins set, the count rule
+ *                alone (as before this field); only @idle_spin_us (or
+ *                neither), the time rule; both set, whichever bound comes
+ *                first.
  */
 struct pc_engine_params {
 	uint32_t size;
@@ -575,6 +585,7 @@ struct pc_engine_params {
 			 struct pc_large_buf *buf, void *arg);
 	void *arg;
 	uint32_t max_calls;
+	uint32_t idle_spin_us;
 };
 
 /**
