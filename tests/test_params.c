@@ -18,6 +18,7 @@
 #include <pollcore/stats.h>
 
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "pc_test.h"
@@ -48,7 +49,7 @@ START_TEST(test_engine_size)
 	const char *none[] = { "pc_test_no_such_device", NULL };
 
 	refused(&p, EINVAL, "set it to sizeof(struct pc_engine_params)");
-	p.size = sizeof(p) - 8;
+	p.size = offsetof(struct pc_engine_params, idle_spin_us) - 4;
 	refused(&p, EINVAL, "struct pc_engine_params: size");
 	ck_assert_ptr_null(pc_engine_create(NULL));
 	ck_assert_int_eq(errno, EINVAL);
@@ -90,6 +91,28 @@ START_TEST(test_contract_checks)
 	p.srq_depth = 0;
 	p.idle_spin_us = 1000001;
 	refused(&p, EINVAL, "idle_spin_us 1000001 exceeds 1 s");
+}
+END_TEST
+
+/*
+ * A program built against the first 0.2 header passes its size, which ends
+ * where idle_spin_us begins: its tail padding (pad0) is never taken for a
+ * field, and idle_spin_us, past its size, is never read.
+ */
+START_TEST(test_first_layout)
+{
+	const char *devs[] = { "pc_test_dev_a", NULL };
+	struct pc_engine_params p = { .size = offsetof(struct pc_engine_params, idle_spin_us),
+				      .devices = devs, .on_msg = on_msg, .no_numa = true,
+				      .pad0 = 0xffffffffu, .idle_spin_us = 1000001 };
+
+	ck_assert_uint_eq(offsetof(struct pc_engine_params, idle_spin_us),
+			  offsetof(struct pc_engine_params, max_calls) + 8);
+	refused(&p, ENODEV, "");	/* past the checks: idle_spin_us was not read */
+	p.size = sizeof(p);
+	refused(&p, EINVAL, "idle_spin_us 1000001 exceeds 1 s");
+	p.size = offsetof(struct pc_engine_params, idle_spin_us) - 8;
+	refused(&p, EINVAL, "set it to sizeof(struct pc_engine_params)");
 }
 END_TEST
 
@@ -162,6 +185,7 @@ int main(void)
 	tcase_add_test(tc, test_engine_size);
 	tcase_add_test(tc, test_device_params_size);
 	tcase_add_test(tc, test_contract_checks);
+	tcase_add_test(tc, test_first_layout);
 	tcase_add_test(tc, test_pool_size);
 	tcase_add_test(tc, test_null_engine);
 	suite_add_tcase(s, tc);

@@ -14,8 +14,16 @@
 #include <unistd.h>
 #include "log_pvt.h"
 
-/* The layouts that carry a size first appeared in 0.2: none is smaller. */
-#define ENGINE_PARAMS_BASE sizeof(struct pc_engine_params)
+/*
+ * The layouts that carry a size first appeared in 0.2: none is smaller.
+ * The first sized layout ended at max_calls (its size counted the tail
+ * padding): idle_spin_us starts past it, so a program built against that
+ * header never has its padding read as a field. pad0 is that padding.
+ */
+#define ENGINE_PARAMS_BASE offsetof(struct pc_engine_params, idle_spin_us)
+static_assert(offsetof(struct pc_engine_params, idle_spin_us) ==
+		      offsetof(struct pc_engine_params, max_calls) + 8,
+	      "idle_spin_us must start past the first 0.2 layout, padding included");
 #define DEVICE_PARAMS_BASE sizeof(struct pc_device_params)
 
 /* Device @k's parameters (@dp: the caller's array, entries of dp[0].size bytes), or NULL. */

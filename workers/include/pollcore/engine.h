@@ -585,6 +585,7 @@ struct pc_engine_params {
 			 struct pc_large_buf *buf, void *arg);
 	void *arg;
 	uint32_t max_calls;
+	uint32_t pad0;		/* unused: the first 0.2 layout's tail padding */
 	uint32_t idle_spin_us;
 };
 
