@@ -7,11 +7,12 @@
 # On the test bed (tests/testbed.sh; in the VM rxe0 and fe80::ff:fe00:1%d0):
 #  - the server's segment /dev/shm/pollcore.<pid> exists, mode 0600, and
 #    --list shows the server live;
-#  - while a client runs, two --json snapshots of the server, 2 s apart,
-#    show every activity counter grown (loops, completions, messages each
-#    way, doorbells, SRQ posts), both connections up with their messages
-#    and bytes grown; the client's pc_call round-trip histogram grew, with
-#    ordered, non-zero percentiles; the live table and --conns print them;
+#  - while a client runs, two --json snapshots of the server (the second
+#    as soon as all have grown, at most 60 s later) show every activity
+#    counter grown (loops, completions, messages each way, doorbells, SRQ
+#    posts), both connections up with their messages and bytes grown;
+#    the client's pc_call round-trip histogram grew, with ordered,
+#    non-zero percentiles; the live table and --conns print them;
 #  - the client, stopped, and a server stopped with SIGTERM leave no segment;
 #  - the live server's segment chowned to another user (65534): as root,
 #    'pollcore-stat PID' and --json refuse it (exit 1, naming the file and
@@ -99,9 +100,33 @@ done
 jqt "$TMP/a.json" '[.segments[0].conns[] | select(.state == "up")] | length == 2' \
 	"two connections up within 60 s"
 "$STAT" --json "$CLI_PID" >"$TMP/ca.json" 2>"$TMP/ca.err" || fail "--json of the client failed"
-sleep 2
-"$STAT" --json "$SRV_PID" >"$TMP/b.json" 2>"$TMP/b.err" || fail "second --json exited non-zero"
-"$STAT" --json "$CLI_PID" >"$TMP/cb.json" 2>"$TMP/cb.err" || fail "second client --json failed"
+# grew A B JQ: JQ's value in B is greater than in A (silently)
+grew() {
+	jq -e "($3) > $(jq "$3" "$1")" "$2" >/dev/null 2>&1
+}
+# all_grew: every figure checked below grew between the snapshots
+all_grew() {
+	local c q f
+	for c in loops polls completions rx_msgs tx_msgs wrs_posted doorbells srq_posted srq_doorbells; do
+		grew "$TMP/a.json" "$TMP/b.json" ".segments[0].workers[0].counters.$c" || return 1
+	done
+	grew "$TMP/a.json" "$TMP/b.json" '.segments[0].workers[0].publishes' || return 1
+	for q in $(jq '.segments[0].conns[].qp_num' "$TMP/a.json"); do
+		for f in msgs_recv msgs_sent bytes_recv bytes_sent; do
+			grew "$TMP/a.json" "$TMP/b.json" \
+				".segments[0].conns[] | select(.qp_num == $q) | .$f" || return 1
+		done
+	done
+	grew "$TMP/ca.json" "$TMP/cb.json" '.segments[0].workers[0].rpc_latency_ns.count'
+}
+# the second snapshots: as soon as every figure has grown, at most 60 s
+# after the first; the checks below then say which did not
+for _ in $(seq 300); do
+	sleep 0.2
+	"$STAT" --json "$SRV_PID" >"$TMP/b.json" 2>"$TMP/b.err" || fail "second --json exited non-zero"
+	"$STAT" --json "$CLI_PID" >"$TMP/cb.json" 2>"$TMP/cb.err" || fail "second client --json failed"
+	all_grew && break
+done
 
 # the server: every activity counter grew between the snapshots
 jqt "$TMP/a.json" ".pid == $SRV_PID and .segments[0].state == \"live\" and
