@@ -44,9 +44,10 @@ pc_need_device
 "$TMP/server" >"$TMP/server.out" 2>&1 &
 SRV_PID=$!
 out=
-for _ in $(seq 1 60); do
+# the server may still be starting: retry every 0.2 s, for 60 s at most
+for _ in $(seq 1 300); do
 	out=$("$TMP/client" "$PC_TEST_ADDR" 2>"$TMP/client.err") && break
-	sleep 1
+	sleep 0.2
 done
 if [ "$out" != "value of key42" ]; then
 	echo "FAIL: the client printed '$out'"

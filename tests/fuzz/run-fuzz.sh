@@ -3,7 +3,8 @@
 #
 # run-fuzz.sh - run one libFuzzer harness for a bounded time.
 #
-#   run-fuzz.sh FUZZER SEED_DIR WORK_DIR [MAX_LEN]   (PC_FUZZ_SECONDS, default 60;
+#   run-fuzz.sh FUZZER SEED_DIR WORK_DIR [MAX_LEN]   (PC_FUZZ_SECONDS, default
+#                                                    PC_FUZZ_DEFAULT_SECONDS, else 60;
 #                                                    MAX_LEN bytes an input, default 4096)
 #
 # Starts from the committed seeds and the corpus kept in WORK_DIR by earlier
@@ -14,7 +15,7 @@
 set -eu
 [ $# -eq 3 ] || [ $# -eq 4 ] || { echo "usage: $0 FUZZER SEED_DIR WORK_DIR [MAX_LEN]" >&2; exit 2; }
 fuzzer=$1 seeds=$2 work=$3 maxlen=${4:-4096}
-secs=${PC_FUZZ_SECONDS:-60}
+secs=${PC_FUZZ_SECONDS:-${PC_FUZZ_DEFAULT_SECONDS:-60}}
 mkdir -p "$work/corpus" "$work/crashes"
 echo "run-fuzz: $(basename "$fuzzer") for ${secs} s from $(ls "$seeds" | wc -l) seeds" \
 	"and $(ls "$work/corpus" | wc -l) kept inputs"
