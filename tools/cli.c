@@ -91,22 +91,6 @@ int cli_bad_option(const char *mode, char **argv)
 			       mode ? ": " : "", argv[optind - 1]);
 }
 
-int cli_bad_usage(const char *name, void (*usage)(FILE *f), const char *fmt, ...)
-{
-	void (*u)(FILE *f) = prog_usage;
-	const char *p = prog;
-	va_list ap;
-
-	prog = name;
-	prog_usage = usage;
-	va_start(ap, fmt);
-	vusage(fmt, ap);
-	va_end(ap);
-	prog = p;
-	prog_usage = u;
-	return CLI_EXIT_USAGE;
-}
-
 /* @s as a whole number, and the rest after it in @end; false when there is none */
 static bool whole(const char *s, unsigned long long *v, char **end)
 {
@@ -152,31 +136,27 @@ static int size_of(const char *s, uint64_t *out)
 	return 0;
 }
 
-int cli_size32(const char *opt, const char *s, uint32_t min, uint32_t max, uint32_t *out)
+int cli_size64(const char *opt, const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
 	uint64_t v;
 
 	if (size_of(s, &v) || v < min || v > max) {
-		cli_usage_error("%s: '%s' is not a size from %u to %u bytes (suffixes k, m, g)", opt,
-				s, min, max);
+		cli_usage_error("%s: '%s' is not a size from %" PRIu64 " to %" PRIu64
+				" bytes (suffixes k, m, g, t)", opt, s, min, max);
 		return -1;
 	}
-	*out = (uint32_t)v;
+	*out = v;
 	return 0;
 }
 
-int cli_parse_size(const char *name, void (*usage)(FILE *f), const char *opt, const char *s,
-		   uint64_t min, uint64_t max, uint64_t *out)
+int cli_size32(const char *opt, const char *s, uint32_t min, uint32_t max, uint32_t *out)
 {
 	uint64_t v;
 
-	if (!size_of(s, &v) && v >= min && v <= max) {
-		*out = v;
-		return 0;
-	}
-	cli_bad_usage(name, usage, "%s: '%s' is not a size from %" PRIu64 " to %" PRIu64
-		      " bytes (suffixes k, m, g, t)", opt, s, min, max);
-	return -1;
+	if (cli_size64(opt, s, min, max, &v))
+		return -1;
+	*out = (uint32_t)v;
+	return 0;
 }
 
 int cli_seconds(const char *opt, const char *s, double min, double max, double *out)

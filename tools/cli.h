@@ -125,6 +125,7 @@ int cli_bad_option(const char *mode, char **argv);
  */
 int cli_u32(const char *opt, const char *s, uint32_t min, uint32_t max, uint32_t *out);
 int cli_size32(const char *opt, const char *s, uint32_t min, uint32_t max, uint32_t *out);
+int cli_size64(const char *opt, const char *s, uint64_t min, uint64_t max, uint64_t *out);
 int cli_seconds(const char *opt, const char *s, double min, double max, double *out);
 
 /**
@@ -270,33 +271,5 @@ void cli_json_bool(struct cli_json *j, const char *key, bool v);
  * @e: the engine (NULL: an empty array).
  */
 void cli_json_workers(struct cli_json *j, const struct pc_engine *e);
-
-/**
- * cli_bad_usage - report a usage error on stderr and give the exit code for it.
- * @prog: the tool's name, which prefixes the message.
- * @usage: prints the tool's usage on the stream it is given; NULL: a hint
- *         to run `@prog --help` is printed instead.
- * @fmt: printf format of what was wrong, naming the option.
- *
- * Return: 2, the tools' exit code for a usage error.
- */
-int cli_bad_usage(const char *prog, void (*usage)(FILE *f), const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-/**
- * cli_parse_size - a size: a number with an optional k, m, g or t suffix
- * (binary; "Ki", "KiB" and "KB" read alike), from @min to @max bytes.
- * @prog: the tool's name, for the usage error.
- * @usage: as for cli_bad_usage().
- * @opt: the option, named in the error.
- * @s: the text.
- * @min: smallest allowed.
- * @max: largest allowed.
- * @out: the bytes.
- *
- * Return: 0, or -1 after cli_bad_usage() said why.
- */
-int cli_parse_size(const char *prog, void (*usage)(FILE *f), const char *opt, const char *s,
-		   uint64_t min, uint64_t max, uint64_t *out);
 
 #endif /* TOOLS_CLI_H */

@@ -62,7 +62,7 @@ static void usage(FILE *f)
 		"unless root gives --any-user; one that group or others may access, always.\n");
 }
 
-#define bad_usage(...) cli_bad_usage(PROG, usage, __VA_ARGS__)
+#define bad_usage(...) cli_usage_error(__VA_ARGS__)
 
 /* PC_STATS_ANY_USER with --any-user (root only), else 0 */
 static unsigned int open_flags;
@@ -801,7 +801,7 @@ int main(int argc, char **argv)
 	char *end;
 	int c, pid = 0, n, i, ret, found = 0;
 
-	opterr = 0;
+	cli_init(PROG, usage);
 	while ((c = getopt_long(argc, argv, "i:n:cjlCh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'i':

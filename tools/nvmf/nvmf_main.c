@@ -142,8 +142,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 				return bad_usage("at most %u namespaces (--ram and --file)", NT_MAX_NS);
 			if (c == 'f') {
 				o->ns[o->nr_ns].file = optarg;
-			} else if (cli_parse_size(PROG, usage, "--ram", optarg, 1u << 20, 1ull << 40,
-						  &v)) {
+			} else if (cli_size64("--ram", optarg, 1u << 20, 1ull << 40, &v)) {
 				return 2;
 			} else {
 				o->ns[o->nr_ns].ram = v;
