@@ -3,6 +3,7 @@
 # bench suite: tools/compare-perftest --quick, pollcore-bench against perftest
 # in the same boot. Passes when it ran and its last line is the JSON summary
 # with every expected key and a figure on each side; never fails on speed.
+# PC_BENCH_SHORT (set by tools/run-tests) runs --smoke instead of --quick.
 #   usage: bench_compare.sh path/to/pollcore-bench
 set -u
 BENCH=${1:?usage: bench_compare.sh path/to/pollcore-bench}
@@ -10,7 +11,9 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=$(mktemp)
 trap 'rm -f "$OUT"' EXIT
 
-"$ROOT/tools/compare-perftest" --quick --bench "$BENCH" | tee "$OUT"
+LENGTH=--quick
+[ -n "${PC_BENCH_SHORT:-}" ] && LENGTH=--smoke
+"$ROOT/tools/compare-perftest" "$LENGTH" --bench "$BENCH" | tee "$OUT"
 rc=${PIPESTATUS[0]}
 [ "$rc" = 77 ] && exit 77
 [ "$rc" = 0 ] || { echo "FAIL: compare-perftest exited $rc" >&2; exit 1; }

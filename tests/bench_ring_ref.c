@@ -48,7 +48,10 @@
  * BENCH_RING_REF_BUDGET, BENCH_RING_REF_RUN_CAP,
  * BENCH_RING_REF_MPSC_ONE_CPU (see Pinning),
  * BENCH_RING_REF_MODES (comma-separated JSON keys, e.g. spsc_burst8: only
- * those modes).
+ * those modes). PC_BENCH_SHORT (set by tools/run-tests, which only needs to
+ * see it run, check every element and print its figures): one round of
+ * 200000 elements unless BENCH_RING_REF_OPS and BENCH_RING_REF_ROUNDS say
+ * otherwise.
  */
 #include "bench_ring_ref.h"
 
@@ -571,8 +574,9 @@ static void print_json(void)
 
 int main(void)
 {
-	unsigned long ops = env_ulong("BENCH_RING_REF_OPS", 2000000UL, SEQ_MASK / 4);
-	unsigned int rounds = (unsigned int)env_ulong("BENCH_RING_REF_ROUNDS", 5, MAX_ROUNDS);
+	bool quick = getenv("PC_BENCH_SHORT") != NULL;
+	unsigned long ops = env_ulong("BENCH_RING_REF_OPS", quick ? 200000UL : 2000000UL, SEQ_MASK / 4);
+	unsigned int rounds = (unsigned int)env_ulong("BENCH_RING_REF_ROUNDS", quick ? 1 : 5, MAX_ROUNDS);
 	double budget = (double)env_ulong("BENCH_RING_REF_BUDGET", 60, 86400);
 	double start = now(), round_time = 0;
 	unsigned int mi, im, k;

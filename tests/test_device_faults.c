@@ -26,12 +26,17 @@
  *  - `ip link set d0 down` takes rxe0's port DOWN and removes d0's
  *    link-local address (GID index 0, made from the MAC, stays); `up` puts
  *    the address back and the port is ACTIVE within a second.
+ *  - So another process with a device open (a server an earlier test left
+ *    running in the same boot) would block the deletion: tools/run-tests
+ *    runs this suite last in the boot of the other device suites, and each
+ *    case first checks that no other process has a verbs device open.
  *  - Under traffic, rxe fails the sends posted while the port is DOWN
  *    (local QP operation error): the connections on rxe0 close. Afterwards
  *    rdma_cm on rxe0 failed in every run, rping too (a connect times out),
  *    until rxe0 was created again; rxe0's GSI QP (QP1) was in ERR in one
  *    run, in RTS in another (cause not found).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -379,10 +384,63 @@ static void arm_case(void)
 	wd_arm(CASE_S + KILL_GRACE_S, "a case (Check's kill did not end its process)");
 }
 
+/*
+ * Another process (not this case's, nor the runner's) that has a verbs
+ * device open: its pid and name in @who; false when there is none.
+ */
+static bool other_verbs_user(char *who, size_t len)
+{
+	char path[300], target[64], comm[64] = "";
+	struct dirent *p, *fd;
+	DIR *proc, *fds;
+	bool found = false;
+	long pid;
+	FILE *f;
+
+	proc = opendir("/proc");
+	while (proc && !found && (p = readdir(proc))) {
+		pid = strtol(p->d_name, NULL, 10);
+		if (pid <= 0 || pid == getpid() || pid == getppid())
+			continue;
+		snprintf(path, sizeof(path), "/proc/%ld/fd", pid);
+		fds = opendir(path);
+		while (fds && !found && (fd = readdir(fds))) {
+			ssize_t n;
+
+			snprintf(path, sizeof(path), "/proc/%ld/fd/%s", pid, fd->d_name);
+			n = readlink(path, target, sizeof(target) - 1);
+			if (n <= 0)
+				continue;
+			target[n] = '\0';
+			found = strncmp(target, "/dev/infiniband/uverbs", 22) == 0;
+		}
+		if (fds)
+			closedir(fds);
+		if (!found)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
+		if ((f = fopen(path, "r"))) {
+			if (!fgets(comm, sizeof(comm), f))
+				comm[0] = '\0';
+			comm[strcspn(comm, "\n")] = '\0';
+			fclose(f);
+		}
+		snprintf(who, len, "pid %ld (%s) has %s open", pid, comm, target);
+	}
+	if (proc)
+		closedir(proc);
+	return found;
+}
+
 static void require_bed(void)
 {
+	char who[160];
+
 	ck_assert_msg(port_active("rxe0") && port_active("rxe1"),
 		      "needs rxe0 and rxe1 ACTIVE (tools/rxe-vm --devices 2)");
+	/* it would block `rdma link delete` (the header): a test before this one left it */
+	ck_assert_msg(!other_verbs_user(who, sizeof(who)),
+		      "another process uses the devices, left by an earlier test: %s", who);
 }
 
 static const char *const both[] = { "rxe0", "rxe1", NULL };
