@@ -201,7 +201,7 @@ static void wait_for(atomic_uint *v, unsigned int want, int seconds)
  */
 START_TEST(test_no_message_before_up)
 {
-	enum { CONNS = 40, PER = 4 };
+	enum { CONNS = PC_TEST_SAN(40, 16), PER = 4 };
 	struct pc_engine *srv, *cli;
 	struct pc_conn *c[CONNS];
 	unsigned int i, k;
@@ -366,13 +366,14 @@ static uint64_t poll_errors(struct pc_engine *e, unsigned int *workers_hit)
 }
 
 /*
- * 20,000 failed polls over the server's and the client's workers: each is
- * counted in poll_errors, exactly; the log says it once per worker hit, not
- * once per turn; afterwards both carry 100 more requests and answers.
+ * 20,000 failed polls (2,000 in sanitized builds) over the server's and the
+ * client's workers: each is counted in poll_errors, exactly; the log says it
+ * once per worker hit, not once per turn; afterwards both carry 100 more
+ * requests and answers.
  */
 START_TEST(test_poll_errors_said_once)
 {
-	enum { FAILS = 20000 };
+	enum { FAILS = PC_TEST_SAN(20000, 2000) };
 	struct ibv_context **ctxs, *ctx = NULL;
 	struct pc_engine *srv, *cli;
 	unsigned int i, hit = 0;
