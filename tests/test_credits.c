@@ -4,10 +4,11 @@
  * the 1,000-connection scale). A pollcore server and, as peers, pollcore
  * clients or hand-written verbs peers in the same process, on the test
  * bed's address (pc_test.h). Each test states what it proves:
- *  - rnr_256: 256 connections each send a full window at once while the
- *    server's application holds its buffers; the device sends no RNR NAK;
+ *  - rnr_256: 256 connections (64 on a quarter of the buffers in sanitized
+ *    builds) each send a full window at once while the server's application
+ *    holds its buffers; the device sends no RNR NAK;
  *  - conns_1000: a one-worker server with default parameters accepts 1,000
- *    connections (250 in sanitized builds), each echoes one checked message;
+ *    connections (100 in sanitized builds), each echoes one checked message;
  *  - admission: when even the minimum window cannot be granted, the
  *    connection is refused and the client is told why;
  *  - raw_flood: a raw peer flooding while the application holds its
@@ -615,13 +616,16 @@ static bool wait_down(unsigned int n, int timeout_s)
  * two seconds. Credits must keep every peer within the receive buffers the
  * worker posted: rxe's send_rnr_err (RNR NAKs this device sent) and
  * rcvd_rnr_err stay where they were. Every request is answered, in order.
+ * The sanitized builds keep the proportion, four credits a connection, at a
+ * quarter of the scale: 64 connections on 256 receive buffers.
  */
 START_TEST(test_rnr_256)
 {
-	const unsigned int n = 256;
-	const uint32_t window = 64;
-	struct pc_engine_params sp = { .size = sizeof(sp), .msg_size = 64, .max_conns_per_worker = 1024 };
-	struct pc_engine_params cp = { .size = sizeof(cp), .msg_size = 64, .tx_bufs = 2 * 256 * 64 + 1024,
+	const unsigned int n = PC_TEST_SAN(256, 64);
+	const uint32_t window = 64, rx_bufs = 4 * n;
+	struct pc_engine_params sp = { .size = sizeof(sp), .msg_size = 64, .rx_bufs = rx_bufs,
+				       .max_conns_per_worker = 1024 };
+	struct pc_engine_params cp = { .size = sizeof(cp), .msg_size = 64, .tx_bufs = 2 * n * 64 + 1024,
 				       .max_conns_per_worker = 1024 };
 	struct pc_worker_stats ws;
 	uint64_t rnr_sent0, rnr_rcvd0, rnr_sent, rnr_rcvd, t0;
@@ -654,8 +658,8 @@ START_TEST(test_rnr_256)
 	ck_assert_int_eq(pc_engine_stats(srv.e, 0, &ws), 0);
 	ck_assert_uint_eq(ws.rx_msgs, n * window);
 	ck_assert_uint_eq(ws.wc_errors, 0);
-	/* 256 connections share 1,024 buffers: 4 credits each at most */
-	ck_assert_uint_eq(ws.window, 1024 / n);
+	/* n connections share 4 n buffers: 4 credits each at most */
+	ck_assert_uint_eq(ws.window, rx_bufs / n);
 	ck_assert_uint_le(ws.credits_out, ws.srq_outstanding);
 	ck_assert_msg(rnr_sent == 0 && rnr_rcvd == 0, "RNR NAKs: %llu sent, %llu received",
 		      (unsigned long long)rnr_sent, (unsigned long long)rnr_rcvd);
@@ -686,7 +690,7 @@ static void read_rss_kb(long *kb)
 START_TEST(test_conns_1000)
 {
 	/* the sanitized builds run the suite again: the same paths, fewer of them */
-	const unsigned int n = PC_TEST_SANITIZED ? 250 : 1000;
+	const unsigned int n = PC_TEST_SAN(1000, 100);
 	struct pc_engine_params sp = { .size = sizeof(sp) };
 	struct pc_engine_params cp = { .size = sizeof(cp) };
 	struct pc_worker_stats ws;
@@ -841,8 +845,8 @@ END_TEST
  * A raw peer (no pollcore private data) floods the server while the
  * server's application keeps all its messages. It must not take the
  * receive buffers credited peers were promised: 8 pollcore connections
- * each complete 200 requests meanwhile, and the raw peer holds no more
- * than its own small receive queue.
+ * each complete 200 requests (50 in sanitized builds) meanwhile, and the
+ * raw peer holds no more than its own small receive queue.
  */
 struct flood {
 	pthread_t t;
@@ -881,6 +885,7 @@ START_TEST(test_raw_flood)
 	struct pc_engine_params sp = {
 	    .size = sizeof(sp), .msg_size = 64, .rx_bufs = 256, .raw_bufs = 32};
 	struct pc_engine_params cp = {.size = sizeof(cp), .msg_size = 64};
+	const uint32_t reqs = PC_TEST_SAN(200, 50);
 	struct pc_engine *cli;
 	struct flood f = { 0 };
 	uint64_t end;
@@ -897,14 +902,14 @@ START_TEST(test_raw_flood)
 	usleep(500000);
 	cli = client_start(&cp, 8);
 	client_connect(cli, port, 0, 8);
-	send_calls(8, 0, 200, 64);
-	if (!wait_answers(8, 200, 60)) {
+	send_calls(8, 0, reqs, 64);
+	if (!wait_answers(8, reqs, 60)) {
 		print_stats("server", srv.e);
 		ck_abort_msg("credited peers starved while a raw peer floods (raw held %u)",
 			     atomic_load(&srv.raw_held));
 	}
-	printf("raw_flood: raw peer posted %u, server holds %u of them; 8 x 200 requests answered\n",
-	       atomic_load(&f.posted), atomic_load(&srv.raw_held));
+	printf("raw_flood: raw peer posted %u, server holds %u of them; 8 x %u requests answered\n",
+	       atomic_load(&f.posted), atomic_load(&srv.raw_held), reqs);
 	ck_assert_uint_le(atomic_load(&srv.raw_held), 64);
 	atomic_store(&f.stop, true);
 	pthread_join(f.t, NULL);
@@ -922,11 +927,15 @@ END_TEST
  * for good, and the 33rd stopped every grant on the worker.) A window of 1
  * makes the overrun certain: the server grants nothing more before the
  * application gives a buffer back, and it keeps them until the peer is
- * closed.
+ * closed. The sanitized builds keep the proportion at a quarter: 10
+ * overrunning peers on 8 receive buffers (each peer is a connect and a
+ * close, the slow part there).
  */
 START_TEST(test_overrun_leak)
 {
-	struct pc_engine_params sp = { .size = sizeof(sp), .msg_size = 64, .rx_bufs = 32, .window = 1 };
+	/* more overrunning peers than receive buffers: a leak of one each stops the worker */
+	enum { RX = PC_TEST_SAN(32, 8), PEERS = RX + RX / 4 };
+	struct pc_engine_params sp = { .size = sizeof(sp), .msg_size = 64, .rx_bufs = RX, .window = 1 };
 	struct pc_engine_params cp = { .size = sizeof(cp), .msg_size = 64 };
 	struct pc_worker_stats ws;
 	struct pc_engine *cli;
@@ -935,7 +944,7 @@ START_TEST(test_overrun_leak)
 	uint64_t end;
 
 	port = server_start(&sp, true);
-	for (i = 0; i < 40; i++) {
+	for (i = 0; i < PEERS; i++) {
 		struct hand h;
 		uint64_t g;
 
@@ -961,15 +970,15 @@ START_TEST(test_overrun_leak)
 	send_calls(1, 0, 200, 64);
 	if (!wait_answers(1, 200, 60)) {
 		print_stats("server", srv.e);
-		ck_abort_msg("a well-behaved peer stalls after 40 overrunning ones (answers %u)",
-			     atomic_load(&cc[0].next));
+		ck_abort_msg("a well-behaved peer stalls after %u overrunning ones (answers %u)",
+			     (unsigned int)PEERS, atomic_load(&cc[0].next));
 	}
 	pc_engine_destroy(cli);
 	/* every connection gone: not one credit is still counted out */
-	ck_assert(wait_down(41, 30));
+	ck_assert(wait_down(PEERS + 1, 30));
 	/*
 	 * The worker takes a connection off ws.conns after its on_conn(DOWN)
-	 * returned (drain.c), so srv.down can be 41 while conns is still 1:
+	 * returned (drain.c), so srv.down can be PEERS + 1 while conns is still 1:
 	 * wait for the count itself.
 	 */
 	end = now_ms() + 30000;

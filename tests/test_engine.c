@@ -93,6 +93,7 @@ static atomic_int srv_delay_us;	/* slow handler: backpressure tests */
 /* Engines of the running test, for the diagnostics of a failure. */
 static struct pc_engine *diag_engines[2];
 static atomic_bool srv_peer_dies; /* a peer is killed: its last echoes may fail */
+static uint32_t srv_rx_bufs;	/* the next server_start()'s rx_bufs (0: the default) */
 
 static void srv_on_conn(struct pc_conn *c, enum pc_conn_event ev, void *arg)
 {
@@ -128,6 +129,7 @@ static struct pc_engine *server_start(unsigned int workers, uint16_t *port)
 	struct pc_engine_params p = {
 		.size = sizeof(p),
 		.workers_per_device = workers,
+		.rx_bufs = srv_rx_bufs,
 		.on_conn = srv_on_conn,
 		.on_msg = srv_on_msg,
 		.no_numa = true,
@@ -335,6 +337,9 @@ static void wait_received(unsigned int nconns, uint32_t count, int timeout_s)
 
 /* --- tests ------------------------------------------------------------------------------- */
 
+/* connect_echo's messages: its claims are exact counts, not volume */
+#define ECHO_N PC_TEST_SAN(1000u, 200u)
+
 static void connect_echo(void)
 {
 	uint16_t port;
@@ -348,12 +353,12 @@ static void connect_echo(void)
 	pc_conn_info(cc[0].conn, &info);
 	ck_assert_str_eq(info.device, pc_test_device());
 	ck_assert(!info.raw);
-	send_seq(0, 1000, 64, false);
-	wait_received(1, 1000, 60);
-	ck_assert_uint_eq(atomic_load(&srv_msgs), 1000);
+	send_seq(0, ECHO_N, 64, false);
+	wait_received(1, ECHO_N, 60);
+	ck_assert_uint_eq(atomic_load(&srv_msgs), ECHO_N);
 	pc_conn_info(cc[0].conn, &info);
-	ck_assert_uint_eq(info.msgs_sent, 1000);
-	ck_assert_uint_eq(info.msgs_recv, 1000);
+	ck_assert_uint_eq(info.msgs_sent, ECHO_N);
+	ck_assert_uint_eq(info.msgs_recv, ECHO_N);
 	/*
 	 * The CQ is created single-threaded where the provider takes the flag,
 	 * and still polled with ibv_poll_cq(): exactly the completions posted,
@@ -362,8 +367,8 @@ static void connect_echo(void)
 	ck_assert_int_eq(pc_engine_stats(srv, 0, &st), 0);
 	printf("server worker: CQ single-threaded %u, thread domain %u\n", st.cq_single_threaded,
 	       st.thread_domain);
-	ck_assert_uint_eq(st.rx_msgs, 1000);
-	ck_assert_uint_eq(st.tx_msgs, 1000);
+	ck_assert_uint_eq(st.rx_msgs, ECHO_N);
+	ck_assert_uint_eq(st.tx_msgs, ECHO_N);
 	ck_assert_uint_eq(st.stray_completions, 0);
 	ck_assert_uint_eq(st.wc_errors, 0);
 	if (strncmp(pc_test_device(), "rxe", 3) == 0)
@@ -480,17 +485,19 @@ static void *sender_main(void *arg)
 }
 
 /*
- * 20,000 messages (8,000 in sanitizer builds) over 4 connections through the
+ * 20,000 messages (2,000 in sanitizer builds) over 4 connections through the
  * SRQ: the server has 2 workers (2 QPs each, least-loaded placement), the
  * client 1 worker with all 4 QPs, fed by 4 application threads at once.
  * Either count cycles every connection's window (64) and the SRQ many times
- * over and stays far from the 16-bit grant's wrap (test_wire covers that);
- * PC_TEST_SEQ_PER_CONN=N sends N per connection instead (a longer soak).
+ * over (the sanitized builds' server posts 256 receive buffers, not 1,024:
+ * 1,000 messages a worker still cycle it four times) and stays far from the
+ * 16-bit grant's wrap (test_wire covers that); PC_TEST_SEQ_PER_CONN=N sends
+ * N per connection instead (a longer soak).
  */
 START_TEST(test_seq_two_workers)
 {
 	const uint32_t per = (uint32_t)atoi(pc_test_env("PC_TEST_SEQ_PER_CONN",
-							 PC_TEST_SANITIZED ? "2000" : "5000"));
+							 PC_TEST_SAN("5000", "500")));
 	struct pc_conn_info info[4];
 	struct pc_worker_stats ws;
 	struct pc_engine *srv, *cli;
@@ -500,7 +507,9 @@ START_TEST(test_seq_two_workers)
 	uint16_t port;
 
 	ck_assert_uint_gt(per, 0);
+	srv_rx_bufs = PC_TEST_SAN(0, 256);
 	srv = server_start(2, &port);
+	srv_rx_bufs = 0;
 	cli = client_start(PC_HANDOFF_HANDLER, 1, 5);
 	ck_assert_int_eq(pc_app_attach(cli, 0), 0);
 	client_connect(cli, port, 4);
@@ -557,6 +566,7 @@ static void on_worker(struct pc_conn *c, void *arg)
 /* Request/response with ids and a window of requests in flight. */
 START_TEST(test_rpc)
 {
+	const uint32_t n = PC_TEST_SAN(3000, 600);	/* requests per connection */
 	struct pc_engine_params sp = {
 		.size = sizeof(sp),
 		.workers_per_device = 2, .choose_worker = choose_last,
@@ -580,12 +590,12 @@ START_TEST(test_rpc)
 	for (i = 0; i < 2; i++)
 		atomic_store(&cc[i].expect_rpc, 1);
 	for (i = 0; i < 2; i++)
-		send_seq(i, 3000, 100, true);
-	wait_received(2, 3000, 300);
+		send_seq(i, n, 100, true);
+	wait_received(2, n, 300);
 	for (i = 0; i < 2; i++) {
 		pc_conn_info(cc[i].conn, &info);
 		ck_assert_uint_eq(info.inflight_req, 0);
-		ck_assert_uint_eq(info.msgs_recv, 3000);
+		ck_assert_uint_eq(info.msgs_recv, n);
 	}
 	/* both server connections sit on worker 1 */
 	ck_assert_uint_eq(pc_engine_for_each_conn(srv, on_worker, count), 2);
@@ -599,10 +609,10 @@ START_TEST(test_rpc)
 	       "%llu credit WRITEs\n", (unsigned long long)st.rx_msgs,
 	       (unsigned long long)st.doorbells, (unsigned long long)st.credit_piggybacks,
 	       (unsigned long long)st.credit_writes);
-	ck_assert_uint_eq(st.rx_msgs, 6000);
+	ck_assert_uint_eq(st.rx_msgs, 2 * n);
 	ck_assert_uint_gt(st.credit_piggybacks, 0);
-	ck_assert_uint_le(st.doorbells, 6000 + 6000 / 10);
-	ck_assert_uint_le(st.credit_writes, 6000 / 10);
+	ck_assert_uint_le(st.doorbells, 2 * n + 2 * n / 10);
+	ck_assert_uint_le(st.credit_writes, 2 * n / 10);
 	pc_engine_destroy(cli);
 	pc_engine_destroy(srv);
 }
@@ -630,12 +640,15 @@ START_TEST(test_peers_differ)
 	pc_conn_info(cc[0].conn, &in);
 	ck_assert_uint_eq(in.peer_max_msg, 1024);
 	ck_assert_uint_eq(in.peer_window, PC_WINDOW_DEFAULT);
-	/* 200 requests in flight allowed here, 64 credits granted by the server */
+	/*
+	 * 200 requests in flight allowed here, 64 credits granted by the server:
+	 * either count runs far past both
+	 */
 	for (i = 0; i < 2; i++)
 		atomic_store(&cc[i].expect_rpc, 1);
 	for (i = 0; i < 2; i++)
-		send_seq(i, 2000, 200, true);
-	wait_received(2, 2000, 300);
+		send_seq(i, PC_TEST_SAN(2000, 500), 200, true);
+	wait_received(2, PC_TEST_SAN(2000, 500), 300);
 	/* larger than the server accepts: refused at submit, still ours */
 	m = pc_msg_alloc(cc[0].conn);
 	ck_assert_ptr_nonnull(m);
@@ -844,6 +857,8 @@ START_TEST(test_ring_mode_slow_consumer)
 		.handoff = PC_HANDOFF_RING, .app_threads = 3, .ring_size = 16,
 		.on_conn = cli_on_conn, .no_numa = true,
 	};
+	/* the slow thread's ring (16) fills within its first window (64) */
+	const uint32_t n = PC_TEST_SAN(2000, 500);
 	struct app_thread at[3];
 	struct pc_worker_stats ws, ss;
 	struct pc_engine *srv, *cli;
@@ -856,20 +871,20 @@ START_TEST(test_ring_mode_slow_consumer)
 	memset(cc, 0, sizeof(cc));
 	client_connect(cli, port, 3);
 	for (i = 0; i < 3; i++) {
-		at[i] = (struct app_thread){ .e = cli, .slot = i, .count = 2000,
+		at[i] = (struct app_thread){ .e = cli, .slot = i, .count = n,
 					     .slow_us = i == 2 ? 300 : 0 };
 		ck_assert_int_eq(pthread_create(&at[i].t, NULL, app_main, &at[i]), 0);
 	}
 	for (i = 0; i < 3; i++)
 		pthread_join(at[i].t, NULL);
-	wait_received(3, 2000, 10);
+	wait_received(3, n, 10);
 	ck_assert_int_eq(pc_engine_stats(cli, 0, &ws), 0);
 	ck_assert_int_eq(pc_engine_stats(srv, 0, &ss), 0);
 	/* the slow thread's ring filled: held back, reported, not dropped */
 	ck_assert_uint_gt(ws.handoff_full, 0);
 	/* and it slowed the sender through credits */
 	ck_assert_uint_gt(ss.credit_stalls + ws.credit_stalls, 0);
-	ck_assert_uint_eq(ws.rx_msgs, 3 * 2000);
+	ck_assert_uint_eq(ws.rx_msgs, 3 * n);
 	ck_assert_uint_eq(ws.wc_errors + ss.wc_errors, 0);
 	pc_engine_print_stats(cli, stdout);
 	pc_engine_destroy(cli);
@@ -951,6 +966,7 @@ START_TEST(test_hybrid_idle)
 		.on_msg = cli_on_msg, .on_conn = cli_on_conn, .idle = PC_IDLE_HYBRID,
 		.idle_spins = 200, .no_numa = true,
 	};
+	const uint32_t n = PC_TEST_SAN(2000, 500);
 	struct pc_worker_stats a, b;
 	struct pc_engine *srv, *cli;
 
@@ -959,15 +975,15 @@ START_TEST(test_hybrid_idle)
 	ck_assert_uint_gt(a.sleeps, 0);
 	ck_assert_uint_gt(a.sleep_ns, 50000000ull);
 	/* traffic wakes both sides without losing anything */
-	send_seq(0, 2000, 64, false);
-	wait_received(1, 2000, 60);
+	send_seq(0, n, 64, false);
+	wait_received(1, n, 60);
 	/* published after the traffic: a sleep ended since */
 	b = pc_test_wait_sleep(srv, 0, pc_test_sleeps(srv, 0) + 1, 0);
 	ck_assert_uint_gt(b.wakeups_cq, 0);
 	ck_assert_uint_gt(b.sleeps, a.sleeps);
 	b = pc_test_wait_sleep(cli, 0, pc_test_sleeps(cli, 0) + 1, 0);
 	ck_assert_uint_gt(b.wakeups_submit + b.wakeups_cq, 0);
-	ck_assert_uint_eq(atomic_load(&srv_msgs), 2000);
+	ck_assert_uint_eq(atomic_load(&srv_msgs), n);
 	pc_engine_print_stats(srv, stdout);
 	pc_engine_print_stats(cli, stdout);
 	pc_engine_destroy(cli);
@@ -1017,6 +1033,7 @@ static int crash_client(uint16_t port)
 
 START_TEST(test_peer_crash_midstream)
 {
+	const uint32_t n = PC_TEST_SAN(1000, 250);	/* messages per connection of ours */
 	struct pc_engine *srv, *cli;
 	char portbuf[8];
 	uint16_t port;
@@ -1049,18 +1066,18 @@ START_TEST(test_peer_crash_midstream)
 		usleep(1000);
 	}
 	ck_assert_uint_eq(atomic_load(&srv_up), 3);
-	while (atomic_load(&srv_msgs) < 2000 && now_ms() < end)
+	while (atomic_load(&srv_msgs) < 2 * n && now_ms() < end)
 		usleep(1000);
-	send_seq(0, 1000, 64, false);
+	send_seq(0, n, 64, false);
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
-	send_seq(1, 1000, 64, false);
+	send_seq(1, n, 64, false);
 	/* only its connection goes down; ours carry on, nothing lost */
 	end = now_ms() + 30000;
 	while (atomic_load(&srv_down) < 1 && now_ms() < end)
 		usleep(1000);
 	ck_assert_uint_eq(atomic_load(&srv_down), 1);
-	wait_received(2, 1000, 60);
+	wait_received(2, n, 60);
 	ck_assert(!atomic_load(&cc[0].down) && !atomic_load(&cc[1].down));
 	pc_engine_destroy(cli);
 	pc_engine_destroy(srv);

@@ -541,6 +541,8 @@ END_TEST
 /*
  * pollcore-echo, as shipped, against a raw client that keeps 64 messages in
  * flight (a new one for every echo): every echo byte for byte, no RNR NAK.
+ * 3,000 echoes (1,000 in the sanitized builds: still the raw depth cycled
+ * fifteen times over).
  */
 static atomic_uint tool_ok, tool_bad;
 
@@ -569,7 +571,7 @@ static int tool_send(struct fpeer *p, uint32_t n)
 
 START_TEST(test_echo_tool_window)
 {
-	const uint32_t total = 3000, window = 64;
+	const uint32_t total = PC_TEST_SAN(3000, 1000), window = 64;
 	char bin[512], port[16];
 	struct fpeer p = { 0 };
 	struct fpeer_opts o = raw_opts(NULL, 0);
@@ -622,11 +624,13 @@ END_TEST
  * A raw peer that posts no receive: the server's sends to it RNR-retry
  * without end (the peer asked for rnr_retry 7). The send-queue stall check
  * closes it after 8 keepalive periods, saying why; a good raw peer on the
- * same worker has its echoes all along.
+ * same worker has its echoes all along. The keepalive is short (250 ms,
+ * 500 sanitized, as test_hostile's rnr_forever): the case waits for the
+ * close, and the good peer's echoes go on until both are seen.
  */
 START_TEST(test_raw_stalled_closed)
 {
-	enum { KA_MS = 1000, ECHOES = 200 };
+	enum { KA_MS = PC_TEST_SAN(250, 500), ECHOES = 200 };
 	struct fpeer_opts stuck_o = raw_opts(NULL, 0), good_o = raw_opts(NULL, 0);
 	uint8_t buf[RSIZE];
 	struct fpeer good, stuck;
