@@ -239,6 +239,11 @@ static pc_always_inline void wr_done(struct pc_worker *w, struct wr_ctx *ctx, bo
 	case WR_MARKER:
 		ctx->conn->marker_done = true;
 		break;
+	case WR_INLINE:
+		/* its buffer went back at its post (flush.c): only a failure to count */
+		if (failed)
+			dp_count_dropped(w, ctx->conn, 1);
+		break;
 	case WR_RNDV_BIND:
 	case WR_RNDV_INV:
 	case WR_RNDV_READ:
@@ -270,7 +275,8 @@ void dp_wr_failed(struct pc_worker *w, struct wr_ctx *ctx, int err)
 static const char *ctx_what(const struct wr_ctx *ctx)
 {
 	switch (ctx->kind) {
-	case WR_MSG: return "SEND";
+	case WR_MSG:
+	case WR_INLINE: return "SEND";
 	case WR_OP: return op_of_ctx((struct wr_ctx *)ctx)->code == PC_OP_READ ? "RDMA_READ"
 									     : "RDMA_WRITE";
 	case WR_CREDIT: return "credit RDMA_WRITE";
