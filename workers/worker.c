@@ -538,7 +538,6 @@ static void worker_sleep(struct pc_worker *w)
 	struct timespec ts;
 	unsigned int npfd;
 	uint64_t t0, t1, v, ns;
-	bool cut;	/* the sleep ends when the publish falls due, not at ns */
 	int n, i;
 
 	/* the sleep is timed in ticks: a clock read is a system call where the clocksource is hpet */
@@ -568,18 +567,14 @@ static void worker_sleep(struct pc_worker *w)
 		return;
 	}
 	/*
-	 * Readers see what it did before it went to sleep: published now when a
-	 * publish is due, else the sleep ends when it falls due (the publish
-	 * then comes before the next sleep). No clock read (a system call where
-	 * the clocksource is hpet) in a sleep that publishes nothing.
+	 * Published before the sleep only when a publish is due (t0: no clock
+	 * read, a system call where the clocksource is hpet, for a sleep that
+	 * publishes nothing): the block can miss the last 10 ms of work until
+	 * the first sleep or turn past the due time, at most a sleep (100 ms)
+	 * and a spin later.
 	 */
-	cut = false;
-	if (w->ws.blk && t0 >= w->ws.next_publish) {
+	if (w->ws.blk && t0 >= w->ws.next_publish)
 		worker_publish(w, now_ns());
-	} else if (w->ws.blk && stats_ticks_ns(w->ws.next_publish - t0) < ns) {
-		ns = stats_ticks_ns(w->ws.next_publish - t0) + 1;
-		cut = true;
-	}
 	/* a poller added from now on wakes us through the eventfd */
 	npfd = 2 + worker_poller_fds(w, pfd + 2, PC_WORKER_MAX_POLLERS);
 	qsbr_offline();
@@ -592,11 +587,8 @@ static void worker_sleep(struct pc_worker *w)
 	t1 = stats_ticks();
 	STAT_ADD(w->st.sleeps, 1);
 	STAT_ADD(w->st.sleep_ns, stats_ticks_ns(t1 - t0));
-	/*
-	 * The next spin: longer when an event soon ended this sleep, idle_spin_us
-	 * after a long one; unchanged when the publish's deadline ended it.
-	 */
-	if (w->idle_ticks && (n > 0 || !cut))
+	/* the next spin: longer when an event soon ended this sleep, idle_spin_us after a long one */
+	if (w->idle_ticks)
 		w->idle_spin = idle_spin_next(w->idle_ticks, w->idle_cap, t1 - w->idle_since, n > 0);
 	if (n > 0 && (pfd[0].revents & POLLIN)) {
 		struct ibv_cq *cq;
