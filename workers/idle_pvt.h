@@ -25,20 +25,25 @@ static inline uint64_t idle_spin_cap(uint64_t base, uint64_t one_ms)
 }
 
 /*
- * The spin before the next sleep, from how the last sleep ended. @gap: the
- * time from the first empty turn to the wake-up (the spin and the sleep);
- * @woken: an event ended the sleep (a completion, a submission, a poller's
- * fd), not its timeout. Woken within @cap: spin a quarter longer than that
- * gap next time, so that a gap like it ends while the worker still spins;
- * a timeout, or a gap past @cap (real idleness): back to @base.
+ * The spin before the next sleep, from how the last sleep ended. @spin: the
+ * spin before it; @gap: the time from the first empty turn to the wake-up
+ * (the spin and the sleep); @woken: an event ended the sleep (a completion,
+ * a submission, a poller's fd), not its timeout. Woken within @cap: spin a
+ * quarter longer than that gap next time, so that a gap like it ends while
+ * the worker still spins, but at most twice as long as @spin (the spin
+ * grows only while sleeps keep ending soon, not on one gap); a timeout, or
+ * a gap past @cap (real idleness): back to @base.
  */
-static inline uint64_t idle_spin_next(uint64_t base, uint64_t cap, uint64_t gap, bool woken)
+static inline uint64_t idle_spin_next(uint64_t spin, uint64_t base, uint64_t cap, uint64_t gap,
+				      bool woken)
 {
 	uint64_t s;
 
 	if (!woken || gap > cap)
 		return base;
 	s = gap + gap / 4;
+	if (s > 2 * spin)
+		s = 2 * spin;
 	return s < base ? base : s > cap ? cap : s;
 }
 

@@ -589,7 +589,8 @@ static void worker_sleep(struct pc_worker *w)
 	STAT_ADD(w->st.sleep_ns, stats_ticks_ns(t1 - t0));
 	/* the next spin: longer when an event soon ended this sleep, idle_spin_us after a long one */
 	if (w->idle_ticks)
-		w->idle_spin = idle_spin_next(w->idle_ticks, w->idle_cap, t1 - w->idle_since, n > 0);
+		w->idle_spin = idle_spin_next(w->idle_spin, w->idle_ticks, w->idle_cap,
+					      t1 - w->idle_since, n > 0);
 	if (n > 0 && (pfd[0].revents & POLLIN)) {
 		struct ibv_cq *cq;
 		void *ctx;
