@@ -509,11 +509,12 @@ static pc_always_inline int worker_poll(struct pc_worker *w, int batch)
 }
 
 /*
- * Hybrid idle: arm the CQ (unless an arm still stands), re-check everything (a completion or a submission
- * may have raced with us), then sleep on the completion channel and the
- * eventfd. Nothing is lost: completions that arrived before the arm are
- * found by the re-poll, later ones raise the event; submitters write the
- * eventfd when they see `sleeping` (Dekker pair with worker_wake()).
+ * Hybrid idle: arm the CQ (unless an arm still stands), re-check
+ * everything (a completion or a submission may have raced with us), then
+ * sleep on the completion channel and the eventfd. Nothing is lost:
+ * completions that arrived before the arm are found by the re-poll, later
+ * ones raise the event; submitters write the eventfd when they see
+ * `sleeping` (Dekker pair with worker_wake()).
  */
 /*
  * How long a sleep may last: 100 ms at most (stats stay fresh, fd-less
