@@ -15,6 +15,7 @@
 #include <pollcore/stats.h>
 
 #include "conn.h"
+#include "idle_pvt.h"
 #include "stats_pvt.h"
 #include "wire.h"
 
@@ -98,6 +99,8 @@ int main(void)
 	U("worker.qpn_cache", PC_ARRAY_SIZE(((struct pc_worker *)0)->cache));
 	U("HOUSEKEEP_TURNS", HOUSEKEEP_TURNS);
 	U("IDLE_CLOCK_TURNS", IDLE_CLOCK_TURNS);
+	U("idle.spin_cap_mult", IDLE_SPIN_CAP_MULT);
+	U("idle.spin_cap_us", IDLE_SPIN_CAP_US);
 	U("SUBMIT_BURST", SUBMIT_BURST);
 	U("KA_BUSY_TURNS", KA_BUSY_TURNS);
 	U("KA_IDLE_TURNS", KA_IDLE_TURNS);

@@ -7,6 +7,7 @@
  */
 
 #include "thread_pvt.h"
+#include "idle_pvt.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -508,11 +509,12 @@ static pc_always_inline int worker_poll(struct pc_worker *w, int batch)
 }
 
 /*
- * Hybrid idle: arm the CQ, re-check everything (a completion or a submission
- * may have raced with us), then sleep on the completion channel and the
- * eventfd. Nothing is lost: completions that arrived before the arm are
- * found by the re-poll, later ones raise the event; submitters write the
- * eventfd when they see `sleeping` (Dekker pair with worker_wake()).
+ * Hybrid idle: arm the CQ (unless an arm still stands), re-check
+ * everything (a completion or a submission may have raced with us), then
+ * sleep on the completion channel and the eventfd. Nothing is lost:
+ * completions that arrived before the arm are found by the re-poll, later
+ * ones raise the event; submitters write the eventfd when they see
+ * `sleeping` (Dekker pair with worker_wake()).
  */
 /*
  * How long a sleep may last: 100 ms at most (stats stay fresh, fd-less
@@ -536,14 +538,25 @@ static void worker_sleep(struct pc_worker *w)
 							 { .fd = w->efd, .events = POLLIN } };
 	struct timespec ts;
 	unsigned int npfd;
-	uint64_t t0, v, ns;
+	uint64_t t0, t1, v, ns;
 	int n, i;
 
 	/* the sleep is timed in ticks: a clock read is a system call where the clocksource is hpet */
 	t0 = stats_ticks();
 	ns = sleep_ns(w, t0);
-	if (!ns || ibv_req_notify_cq(w->cq, 0))
+	if (!ns)
 		return;
+	/*
+	 * An arm is one-shot: it stands until the next completion raises its
+	 * event, and the event stays on the channel until read (below). While
+	 * none was read the arm stands, or its event waits on the channel and
+	 * ends the ppoll() at once: arming again would only cost a system call.
+	 */
+	if (!w->cq_armed) {
+		if (ibv_req_notify_cq(w->cq, 0))
+			return;
+		w->cq_armed = true;
+	}
 	/* acq_rel: pairs with the RMW in worker_wake() */
 	atomic_exchange_explicit(&w->sleeping, 1, memory_order_acq_rel);
 	/* the last look before sleeping: a failed poll is counted as on every turn */
@@ -554,8 +567,15 @@ static void worker_sleep(struct pc_worker *w)
 			dp_complete(w, (unsigned int)n);
 		return;
 	}
-	/* readers see what it did before it went to sleep */
-	worker_publish(w, now_ns());
+	/*
+	 * Published before the sleep only when a publish is due (t0: no clock
+	 * read, a system call where the clocksource is hpet, for a sleep that
+	 * publishes nothing): the block can miss the last 10 ms of work until
+	 * the first sleep or turn past the due time, at most a sleep (100 ms)
+	 * and a spin later.
+	 */
+	if (w->ws.blk && t0 >= w->ws.next_publish)
+		worker_publish(w, now_ns());
 	/* a poller added from now on wakes us through the eventfd */
 	npfd = 2 + worker_poller_fds(w, pfd + 2, PC_WORKER_MAX_POLLERS);
 	qsbr_offline();
@@ -565,8 +585,13 @@ static void worker_sleep(struct pc_worker *w)
 	n = ppoll(pfd, npfd, &ts, NULL);
 	rcu_thread_online();
 	atomic_store(&w->sleeping, 0);
+	t1 = stats_ticks();
 	STAT_ADD(w->st.sleeps, 1);
-	STAT_ADD(w->st.sleep_ns, stats_ticks_ns(stats_ticks() - t0));
+	STAT_ADD(w->st.sleep_ns, stats_ticks_ns(t1 - t0));
+	/* the next spin: longer when an event soon ended this sleep, idle_spin_us after a long one */
+	if (w->idle_ticks)
+		w->idle_spin = idle_spin_next(w->idle_spin, w->idle_ticks, w->idle_cap,
+					      t1 - w->idle_since, n > 0);
 	if (n > 0 && (pfd[0].revents & POLLIN)) {
 		struct ibv_cq *cq;
 		void *ctx;
@@ -577,8 +602,10 @@ static void worker_sleep(struct pc_worker *w)
 		 * eventfd ended is read at the next wake-up); a second read would
 		 * only find nothing, a system call per wake-up.
 		 */
-		if (ibv_get_cq_event(w->ch, &cq, &ctx) == 0)
+		if (ibv_get_cq_event(w->ch, &cq, &ctx) == 0) {
 			w->cq_unacked++;
+			w->cq_armed = false;
+		}
 		/* ack in batches: ibv_ack_cq_events takes a lock */
 		if (w->cq_unacked >= 64) {
 			ibv_ack_cq_events(w->cq, w->cq_unacked);
@@ -672,8 +699,9 @@ static unsigned int worker_turn(struct pc_worker *w, const struct pc_engine_para
 
 /*
  * One more empty turn of a hybrid worker: whether it has polled long enough
- * to sleep. The time rule (idle_spin_us) reads the clock on the first empty
- * turn of a run and then every IDLE_CLOCK_TURNS; the count rule
+ * to sleep. The time rule (idle_spin_us, lengthened by worker_sleep() while
+ * sleeps end soon: idle_pvt.h) reads the clock on the first empty turn of
+ * a run and then every IDLE_CLOCK_TURNS; the count rule
  * (idle_spins) when the application set it. Both: the first bound reached.
  */
 static pc_always_inline bool idle_enough(struct pc_worker *w, const struct pc_engine_params *p)
@@ -688,7 +716,7 @@ static pc_always_inline bool idle_enough(struct pc_worker *w, const struct pc_en
 		w->idle_since = stats_ticks();
 		return false;
 	}
-	return !(n & (IDLE_CLOCK_TURNS - 1)) && stats_ticks() - w->idle_since >= w->idle_ticks;
+	return !(n & (IDLE_CLOCK_TURNS - 1)) && stats_ticks() - w->idle_since >= w->idle_spin;
 }
 
 static void *worker_main(void *arg)
@@ -752,6 +780,8 @@ int worker_start(struct pc_worker *w, const struct worker_cfg *cfg)
 	/* grant deadlines count in stats_ticks(): stats_clock_init() ran (engine.c) */
 	w->grant_delay = stats_ns_ticks((uint64_t)w->p->grant_delay_us * 1000);
 	w->idle_ticks = w->p->idle_spin_us ? stats_ns_ticks((uint64_t)w->p->idle_spin_us * 1000) : 0;
+	w->idle_spin = w->idle_ticks;
+	w->idle_cap = idle_spin_cap(w->idle_ticks, stats_ns_ticks((uint64_t)IDLE_SPIN_CAP_US * 1000));
 	w->wr_ex = worker_wants_wr_ex(w);
 	/* what the layers below call back up (worker_pvt.h) */
 	w->up = (struct worker_up){

@@ -306,6 +306,8 @@ struct pc_worker {
 	unsigned int next_slot;
 	uint32_t empty_turns;
 	uint64_t idle_ticks;	/* p->idle_spin_us in stats_ticks(); 0: the count rule alone */
+	uint64_t idle_spin;	/* the spin before the next sleep, idle_ticks..idle_cap (idle_pvt.h) */
+	uint64_t idle_cap;	/* the adaptive spin's ceiling, in stats_ticks() */
 	uint64_t idle_since;	/* stats_ticks() at the first empty turn of this run of them */
 	uint32_t cq_unacked;
 	uint32_t ka_turns;	/* turns since the clock was last read for keepalive */
@@ -313,6 +315,7 @@ struct pc_worker {
 	uint32_t turns;		/* loop turns, for the work done every HOUSEKEEP_TURNS */
 	bool wr_ex;		/* post with ibv_wr_* (ibv_qp_ex) */
 	bool srq_rearm;		/* SRQ limit fired: re-arm it once refilled */
+	bool cq_armed;		/* armed, and no event read since: the arm still stands */
 	bool poll_failed;	/* ibv_poll_cq failed before: logged once */
 	bool hybrid;		/* sleeps when idle: submitters may have to wake us */
 
