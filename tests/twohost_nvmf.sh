@@ -26,16 +26,18 @@
 #           (dmesg: "Successfully reconnected"; the controller live again,
 #           the same device), the I/O in flight at the kill completes and
 #           verifies (the host requeued it), and the flushed region reads
-#           back intact (fio --verify_only). If the host cannot reconnect and
-#           rping cannot connect either, the wire is what failed (see the
-#           crash phase of test_twohost.sh): the I/O then fails with EIO, never
-#           a verify error, and the phase says so.
+#           back intact (fio --verify_only). If the host has not reconnected
+#           within 60 s (nv_wait_io then deletes the controller) and rping
+#           cannot connect either, the wire is what failed (see the crash
+#           phase of test_twohost.sh): the I/O then fails with EIO, never a
+#           verify error, and the phase says so.
 #   nvflap  last, on the same connection: fio randrw with crc32c verify on
 #           another region while b's eth0 goes down for 2 s: the controller
 #           survives or the host reconnects by itself (dmesg), and every block
-#           reads back verified; if the host cannot reconnect and rping cannot
-#           connect either, that is rxe after a flap (docs/reliability.md):
-#           the I/O fails with EIO, never a verify error.
+#           reads back verified; if the host has not reconnected within 60 s
+#           and rping cannot connect either, that is rxe after a flap
+#           (docs/reliability.md): the I/O fails with EIO, never a verify
+#           error.
 # Side functions run in the VMs (nvmf_side_a, nvmf_side_b), nvmf_check on the host.
 
 NV_NQN=nqn.2026-12.io.pollcore:twohost
@@ -126,6 +128,40 @@ nv_started() {
 	kill -0 "$IO_PID" 2>/dev/null
 }
 
+# nv_wait_io CTRL PHASE: waits for fio (IO_PID); its exit status in IO_RC.
+# The host gives a controller up after a count of attempts, not a time
+# (--ctrl-loss-tmo / --reconnect-delay), and on rxe an attempt whose CM
+# request goes unanswered takes about 100 s: so once CTRL has not been live
+# for NV_CRASH_LOSS_TMO s in a row, nv_oracle asks rping and deletes the
+# controller, which ends its I/O with EIO.
+nv_wait_io() {
+	local ctrl=$1 phase=$2 since=$SECONDS st
+	IO_RC=0
+	while kill -0 "$IO_PID" 2>/dev/null; do
+		st=$(cat "/sys/class/nvme/$ctrl/state" 2>/dev/null || echo gone)
+		[ "$st" = live ] && since=$SECONDS
+		if [ $((SECONDS - since)) -ge $NV_CRASH_LOSS_TMO ]; then
+			echo "$ctrl $st for ${NV_CRASH_LOSS_TMO} s at $(date +%T): deleted" >"$DIR/b.$phase.gaveup"
+			nv_oracle "$phase"
+			break
+		fi
+		sleep 0.5
+	done
+	wait "$IO_PID" || IO_RC=$?
+}
+
+# nv_oracle PHASE: once per phase, after its I/O failed or stalled: the
+# wire's state, whether rdma-core's own rping still connects
+# (b.PHASE_rping.rc), then the controller deleted (an attempt under way
+# ends first: up to about 100 s).
+nv_oracle() {
+	[ -e "$DIR/b.$1_rping.rc" ] && return 0
+	netdiag "$1.failed"
+	timeout 60 rping -c -a "$PC_PAIR_PEER_ADDR" -p 7472 -C 3 >"$DIR/b.$1_rping.out" 2>&1
+	echo $? >"$DIR/b.$1_rping.rc"
+	timeout 200 nvme disconnect -n $NV_NQN >/dev/null 2>&1
+}
+
 # nv_dmesg CTRL LINES0 FILE: what the kernel said of controller CTRL since
 # dmesg had LINES0 lines.
 nv_dmesg() {
@@ -190,20 +226,18 @@ nvcrash_b() {
 	await "$DIR/a.nvcrash.restarted" 300 || fail "b: a's target did not restart"
 	# still running: the kill met its I/O (a kill after its end leaves it done)
 	kill -0 "$io_pid" 2>/dev/null || echo "fio had ended when the target was back" >"$DIR/b.nvcrash.early"
-	wait "$io_pid" || rc=$?
+	nv_wait_io "$ctrl" nvcrash
+	rc=$IO_RC
 	echo "$rc" >"$DIR/b.nvcrash.io.rc"
 	# what the kernel said of this controller since the kill
 	nv_dmesg "$ctrl" "$lines0" "$TMP/dmesg.out"
 	st=$(cat "/sys/class/nvme/$ctrl/state" 2>/dev/null || echo gone)
 	echo "$st" >"$DIR/b.nvcrash.state"
 	if [ "$rc" != 0 ]; then
-		netdiag nvcrash.failed
 		# the oracle, as in the crash and flap phases: can rdma-core's own rping connect?
-		timeout 60 rping -c -a "$PC_PAIR_PEER_ADDR" -p 7472 -C 3 >"$DIR/b.nvcrash_rping.out" 2>&1
-		echo $? >"$DIR/b.nvcrash_rping.rc"
+		nv_oracle nvcrash
 		[ "$(cat "$DIR/b.nvcrash_rping.rc")" = 0 ] ||
 			touch "$DIR/b.wire_broken" "$DIR/b.nvcrash.wire_broken"
-		timeout 60 nvme disconnect -n $NV_NQN >/dev/null 2>&1
 		touch "$DIR/b.nvcrash.done"
 		return 0
 	fi
@@ -245,16 +279,14 @@ nvflap_b() {
 	sleep 2
 	ip link set eth0 up
 	echo "eth0 down for 2 s at $(date +%T)" >"$DIR/b.nvflap.link"
-	wait "$IO_PID" || rc=$?
+	nv_wait_io "$ctrl" nvflap
+	rc=$IO_RC
 	echo "$rc" >"$DIR/b.nvflap.io.rc"
 	snap nvflap.after
 	nv_dmesg "$ctrl" "$lines0" "$TMP/nvflap.dmesg"
 	cat "/sys/class/nvme/$ctrl/state" >"$DIR/b.nvflap.state" 2>/dev/null || echo gone >"$DIR/b.nvflap.state"
 	if [ "$rc" != 0 ]; then
-		netdiag nvflap.failed
-		timeout 60 rping -c -a "$PC_PAIR_PEER_ADDR" -p 7472 -C 3 >"$DIR/b.nvflap_rping.out" 2>&1
-		echo $? >"$DIR/b.nvflap_rping.rc"
-		timeout 60 nvme disconnect -n $NV_NQN >/dev/null 2>&1
+		nv_oracle nvflap
 		return 0
 	fi
 	jq -e '.jobs[0] | .error == 0 and .read.io_bytes == 25165824 and .write.io_bytes > 0' \
