@@ -410,10 +410,16 @@ START_TEST(test_msg_before_up)
 		}
 		ck_assert_int_eq(fpeer_send_msg(&p, PC_WIRE_MAGIC, WIRE_ONEWAY, 32, 32, 0), 0);
 		fpeer_wait_sends(&p, 10000);
-		/* the server closes an overrunning peer, or delivers the message */
+		/*
+		 * The server closes an overrunning peer, or delivers the message.
+		 * A close before UP reaches the application as nothing at all:
+		 * the peer's DISCONNECTED says it happened.
+		 */
 		end = fnow_ms() + 10000;
-		while (fnow_ms() < end && !(fsrv_rec(srv, qpn, &r) && (r.down || r.msgs)))
-			usleep(2000);
+		while (fnow_ms() < end && !(fsrv_rec(srv, qpn, &r) && (r.down || r.msgs)) &&
+		       !p.disconnected)
+			fpeer_wait_event(&p, RDMA_CM_EVENT_DISCONNECTED, 2);
+		fsrv_rec(srv, qpn, &r);
 		early += r.before_up != 0;
 		EXPECT(r.before_up == 0, "peer %u: the server's application got %u message(s) on "
 		       "qp 0x%x before its UP (%s later)", i, r.before_up, qpn,
@@ -426,8 +432,12 @@ START_TEST(test_msg_before_up)
 			overrun++;
 			EXPECT(!obedient, "peer %u waited for its grant, and its message was not "
 			       "delivered within 10 s", i);
-			EXPECT(r.down || !r.up, "peer %u: overran its credits (no message delivered) "
-			       "and its UP got no DOWN", i);
+			EXPECT(!r.up || r.down || fsrv_wait_down(srv, qpn, 10000, &r),
+			       "peer %u: overran its credits (no message delivered) and its UP got "
+			       "no DOWN", i);
+			EXPECT(p.disconnected || fpeer_wait_event(&p, RDMA_CM_EVENT_DISCONNECTED,
+								  5000) == 0,
+			       "peer %u: overran its credits, and was not disconnected", i);
 		}
 		fpeer_destroy(&p);
 		if (r.up)
