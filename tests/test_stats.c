@@ -345,6 +345,49 @@ START_TEST(test_tick_clock)
 }
 END_TEST
 
+/*
+ * A call's deadline, put in ticks (stats_us_ticks()), is never short of its
+ * microseconds on CLOCK_MONOTONIC, and long by little. A trial counts only
+ * when no read in it was delayed (preemption): then the tick clock's
+ * crossing of the deadline lies in [lo, hi] after the start.
+ */
+START_TEST(test_deadline_ticks_never_short)
+{
+	static const uint64_t us[] = { 1000, 5000, 40000 };
+	unsigned int i, trial, counted = 0;
+
+	stats_clock_init();
+	for (i = 0; i < sizeof(us) / sizeof(us[0]); i++) {
+		for (trial = 0; trial < 50; trial++) {
+			uint64_t a0, a1, c0, due, b = 0, b_prev = 0, b_end, lo, hi;
+
+			a0 = mono_ns();
+			c0 = stats_ticks();
+			a1 = mono_ns();
+			due = c0 + stats_us_ticks(us[i]);
+			do {
+				b_prev = b;
+				b = mono_ns();
+			} while (stats_ticks() < due);
+			b_end = mono_ns();
+			if (a1 - a0 > 2000 || b - b_prev > 2000 || b_end - b > 2000 || !b_prev)
+				continue;
+			/* the crossing came after the last read that saw it not yet due */
+			lo = b_prev - a1;
+			hi = b_end - a0;
+			ck_assert_msg(lo >= us[i] * 1000, "a deadline of %llu us came after %llu ns",
+				      (unsigned long long)us[i], (unsigned long long)lo);
+			ck_assert_msg(hi <= us[i] * 1000 + us[i] * 1000 / 50 + 10000,
+				      "a deadline of %llu us came after %llu ns (over 2%% + 10 us late)",
+				      (unsigned long long)us[i], (unsigned long long)hi);
+			counted++;
+			break;
+		}
+	}
+	ck_assert_uint_eq(counted, sizeof(us) / sizeof(us[0]));
+}
+END_TEST
+
 static void assert_near(uint64_t got, uint64_t want, double tol)
 {
 	double err = ((double)got - (double)want) / (double)want;
@@ -865,6 +908,7 @@ int main(void)
 	tcase_add_test(tc, test_hist_buckets);
 	tcase_add_test(tc, test_hist_percentiles);
 	tcase_add_test(tc, test_tick_clock);
+	tcase_add_test(tc, test_deadline_ticks_never_short);
 	tcase_add_test(tc, test_stale_after_sigkill);
 	tcase_add_test(tc, test_zombie_owner_lock_held);
 	tcase_add_test(tc, test_pid_reused);

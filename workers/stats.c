@@ -85,11 +85,12 @@ static pthread_once_t clock_once = PTHREAD_ONCE_INIT;
 #if defined(__x86_64__) || defined(__i386__)
 /*
  * One (CLOCK_MONOTONIC, TSC) pair: the TSC read between two clock reads,
- * the closest of a few tries. A thread descheduled between the two reads
- * of a pair (a vCPU under TCG can be, for milliseconds) would skew the
- * ratio by as much, and with it every deadline in ticks.
+ * the closest of a few tries; *@w is half the gap between those reads, the
+ * pair's uncertainty. A thread descheduled between the two reads of a pair
+ * (a vCPU under TCG can be, for milliseconds) would skew the ratio by as
+ * much, and with it every deadline in ticks.
  */
-static void clock_pair(uint64_t *t, uint64_t *c)
+static void clock_pair(uint64_t *t, uint64_t *c, uint64_t *w)
 {
 	uint64_t best = UINT64_MAX, a, x, b;
 	int i;
@@ -104,24 +105,32 @@ static void clock_pair(uint64_t *t, uint64_t *c)
 			*c = x;
 		}
 	}
+	*w = best / 2;
 }
 #endif
 
 static void clock_calibrate(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
-	uint64_t t0, c0, t1, c1;
+	uint64_t t0, c0, w0, t1, c1, w1, lo;
 
-	clock_pair(&t0, &c0);
+	clock_pair(&t0, &c0, &w0);
 	do
-		clock_pair(&t1, &c1);
+		clock_pair(&t1, &c1, &w1);
 	while (t1 - t0 < 10000000);
 	if (c1 > c0 && t1 > t0) {
 		stats_tick_mult = (uint64_t)(((unsigned __int128)(t1 - t0) << 32) / (c1 - c0));
 		stats_publish_ticks = (uint64_t)(((unsigned __int128)STATS_PUBLISH_NS << 32) /
 						 (stats_tick_mult ? stats_tick_mult : 1));
-		stats_us_mult = (uint64_t)(((unsigned __int128)1000 << 64) /
-					   (stats_tick_mult ? stats_tick_mult : 1));
+		/*
+		 * Deadlines must never fire early: their ratio takes the shortest
+		 * time the pairs allow between the two TSC reads, and a further
+		 * 1/1024 for the kernel's slewing of CLOCK_MONOTONIC (NTP: at most
+		 * 500 ppm) against a TSC that is never slewed.
+		 */
+		lo = t1 - t0 > 2 * (w0 + w1) ? t1 - t0 - (w0 + w1) : (t1 - t0) / 2;
+		stats_us_mult = (uint64_t)(((unsigned __int128)(c1 - c0) * 1000 << 32) / lo);
+		stats_us_mult += stats_us_mult >> 10;
 	}
 #endif
 }

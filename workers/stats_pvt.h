@@ -56,13 +56,17 @@ static inline uint64_t stats_ticks_ns(uint64_t ticks)
 	return (uint64_t)(((unsigned __int128)ticks * stats_tick_mult) >> 32);
 }
 
-/* Ticks per microsecond, times 2^32. Set by stats_clock_init(). */
+/*
+ * Ticks per microsecond, times 2^32, rounded so that a deadline is never
+ * short (an upper bound of the rate; see clock_calibrate()). Set by
+ * stats_clock_init().
+ */
 extern uint64_t stats_us_mult;
 
-/* Microseconds in ticks, for deadlines set per call: a multiplication. */
+/* Microseconds in ticks, for deadlines set per call: a multiplication, never short by a tick. */
 static inline uint64_t stats_us_ticks(uint64_t us)
 {
-	return (uint64_t)(((unsigned __int128)us * stats_us_mult) >> 32);
+	return (uint64_t)(((unsigned __int128)us * stats_us_mult) >> 32) + 1;
 }
 
 /* The other way, for deadlines kept in ticks: a division, so at setup only. */

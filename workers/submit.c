@@ -302,7 +302,8 @@ int pc_call_0_2(struct pc_msg *msg, pc_call_fn done, void *arg, uint64_t timeout
 	m->call_done = done;
 	if (done) {
 		m->call_arg = arg;
-		m->call_deadline = timeout_us ? m->t_call + stats_us_ticks(timeout_us) : 0;
+		/* from now, not from the batch's clock read: a deadline never fires early */
+		m->call_deadline = timeout_us ? stats_ticks() + stats_us_ticks(timeout_us) : 0;
 		m->call_slot = here ? -1 : (int16_t)app_slot(c->e);
 		/* release: the call's fields before a cancel that names it (pc_call_cancel()) */
 		atomic_store_explicit(&m->call_live, id, memory_order_release);

@@ -911,10 +911,12 @@ typedef void (*pc_call_fn)(struct pc_msg *msg, int status, void *arg);
  *        pc_app_poll()), with no deadline and no cancel.
  * @arg: for @done.
  * @timeout_us: with @done, a deadline in microseconds from now; 0 for
- *              none. It fires within one turn of the worker's loop of its
- *              time (a hybrid worker sleeps no longer than its earliest
- *              deadline), wherever the request is: waiting for the window,
- *              for credits, or sent.
+ *              none. It never fires before its time (CLOCK_MONOTONIC),
+ *              and fires after it within one turn of the worker's loop
+ *              (and about 0.1% of @timeout_us, the margin of the worker's
+ *              tick clock; a hybrid worker sleeps no longer than
+ *              its earliest deadline), wherever the request is: waiting for
+ *              the window, for credits, or sent.
  * @req_id: filled with the request id (for pc_call_cancel()), or NULL.
  *
  * A connection has at most window requests in flight, exactly, those that
