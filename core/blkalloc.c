@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* A first-fit block allocator over offsets; see blkalloc.h. */
+/* A two-ended first-fit block allocator over offsets; see blkalloc.h. */
 #include "blkalloc.h"
 
 #include <errno.h>
@@ -78,6 +78,64 @@ static uint64_t find_run(const struct blkalloc *b, uint32_t n)
 	return NOT_FOUND;
 }
 
+/**
+ * find_run_top - the highest run of @n free blocks.
+ * @b: the allocator.
+ * @n: blocks (1 to nblocks).
+ *
+ * find_run() mirrored, from the top word down: @carry counts the free
+ * blocks just above this word, in a free stretch that ends (exclusive) at
+ * @top; a run is placed at the top of the highest stretch that holds it.
+ *
+ * Return: the run's first block, or NOT_FOUND.
+ */
+static uint64_t find_run_top(const struct blkalloc *b, uint32_t n)
+{
+	uint64_t carry = 0, top = 0;
+	uint32_t wi = b->nwords;
+
+	while (wi--) {
+		uint64_t w = b->free_map[wi], m;
+		uint32_t hi, have, s;
+
+		if (!w) {
+			carry = 0;
+			continue;
+		}
+		if (w == ~0ull) {
+			if (!carry)
+				top = (uint64_t)wi * 64 + 64;
+			carry += 64;
+			if (carry >= n)
+				return top - n;
+			continue;
+		}
+		/* free bits at the word's top extend the stretch from above */
+		hi = (uint32_t)__builtin_clzll(~w);
+		if (hi) {
+			if (!carry)
+				top = (uint64_t)wi * 64 + 64;
+			carry += hi;
+			if (carry >= n)
+				return top - n;
+		}
+		/* a run inside the word (it cannot reach the top: hi < n there), the highest */
+		if (n < 64) {
+			m = w;
+			for (have = 1; have < n && m; have += s) {
+				s = have < n - have ? have : n - have;
+				m &= m >> s;
+			}
+			if (m)
+				return (uint64_t)wi * 64 + 63 - (uint64_t)__builtin_clzll(m);
+		}
+		/* free bits at the word's bottom start the stretch below */
+		carry = (uint64_t)__builtin_ctzll(~w);
+		top = (uint64_t)wi * 64 + carry;
+	}
+	return NOT_FOUND;
+}
+
 int blkalloc_init(struct blkalloc *b, uint64_t size, uint32_t min_shift)
 {
 	uint64_t n = min_shift < 64 ? size >> min_shift : 0;
@@ -136,7 +194,9 @@ int64_t blkalloc_alloc(struct blkalloc *b, uint64_t len, uint64_t *off)
 		return -EINVAL;
 	if (blocks == UINT64_MAX)
 		return -EMSGSIZE;
-	i = find_run(b, (uint32_t)blocks);
+	/* large runs from the top, the rest from the bottom (blkalloc.h) */
+	i = blocks * BLKALLOC_LARGE_DIV >= b->nblocks ? find_run_top(b, (uint32_t)blocks) :
+							find_run(b, (uint32_t)blocks);
 	if (i == NOT_FOUND)
 		return -ENOBUFS;
 	mark(b->free_map, (uint32_t)i, (uint32_t)blocks, 0);

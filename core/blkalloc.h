@@ -16,6 +16,14 @@
  * real workloads, and the bitmap of 512 blocks (the default pool) is eight
  * words: an allocation or a free is some tens of nanoseconds.
  *
+ * Two-ended: a run of at least 1/BLKALLOC_LARGE_DIV of the region is the
+ * highest that fits, the same scan from the top. The few large runs a
+ * region holds then stay apart from the many small ones, whose comings and
+ * goings would otherwise leave the free space in pieces: with first fit
+ * alone, a half-region run taken while a small one sat below it leaves,
+ * once the small one is gone, no room for a second half-region run (a call
+ * of the largest message, answered as large, in a pool of twice that).
+ *
  * Complexity, for a region of N blocks and a request of n: allocation
  * O(N / 64 * log2(min(n, 64))) word operations plus O(n / 64) to mark the
  * run; free O(n / 64) (its neighbours coalesce by themselves: a free run is
@@ -35,6 +43,8 @@
 #include <stdint.h>
 
 #define BLKALLOC_MAX_BLOCKS (1u << 31)
+/* Runs of at least 1/this of the region are taken from its top (see above). */
+#define BLKALLOC_LARGE_DIV 4u
 
 struct blkalloc {
 	uint32_t nblocks;	/* minimum blocks in the region */
@@ -78,7 +88,8 @@ uint64_t blkalloc_size_of(const struct blkalloc *b, uint64_t len);
  * @len: bytes (at least 1).
  * @off: the run's offset, filled on success.
  *
- * The lowest free run that fits is taken.
+ * The lowest free run that fits is taken; for @len of at least a
+ * BLKALLOC_LARGE_DIV-th of the region, the highest.
  *
  * Return: the run's size in bytes, blkalloc_size_of(@len) (> 0); -EINVAL
  * when @len is 0, -ENOBUFS when no free run is that long now, or -EMSGSIZE

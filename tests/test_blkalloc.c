@@ -165,15 +165,18 @@ END_TEST
 START_TEST(test_coalescing)
 {
 	struct blkalloc b;
-	uint64_t x[5], off;
+	uint64_t x[5], off, top;
 
-	/* 8 blocks: runs of 1, 2, 3, 1, 1 */
-	ck_assert_int_eq(blkalloc_init(&b, 8 * K64, 16), 0);
+	/* 32 blocks: runs of 1, 2, 3, 1, 1 from the bottom; 24 from the top (a large run) */
+	ck_assert_int_eq(blkalloc_init(&b, 32 * K64, 16), 0);
 	ck_assert_int_eq(blkalloc_alloc(&b, K64, &x[0]), K64);
 	ck_assert_int_eq(blkalloc_alloc(&b, 2 * K64, &x[1]), 2 * K64);
 	ck_assert_int_eq(blkalloc_alloc(&b, 3 * K64, &x[2]), 3 * K64);
 	ck_assert_int_eq(blkalloc_alloc(&b, K64, &x[3]), K64);
 	ck_assert_int_eq(blkalloc_alloc(&b, K64, &x[4]), K64);
+	ck_assert_uint_eq(x[4], 7 * K64);
+	ck_assert_int_eq(blkalloc_alloc(&b, 24 * K64, &top), 24 * K64);
+	ck_assert_uint_eq(top, 8 * K64);
 	ck_assert_int_eq(blkalloc_alloc(&b, 1, &off), -ENOBUFS);
 	/* the outer two first, then the one between: one run of 6 */
 	ck_assert_int_eq(blkalloc_free(&b, x[0]), K64);
@@ -189,6 +192,39 @@ START_TEST(test_coalescing)
 	ck_assert_int_eq(blkalloc_free(&b, x[3]), K64);
 	ck_assert_int_eq(blkalloc_alloc(&b, 8 * K64, &off), 8 * K64);
 	ck_assert_uint_eq(off, 0);
+	ck_assert_int_eq(blkalloc_free(&b, off), 8 * K64);
+	ck_assert_int_eq(blkalloc_free(&b, top), 24 * K64);
+	ck_assert_int_eq(blkalloc_alloc(&b, 32 * K64, &off), 32 * K64);
+	blkalloc_fini(&b);
+}
+END_TEST
+
+/*
+ * A call of half the pool answered with half the pool: the request's run
+ * is taken while a small run (an earlier message not yet given back) sits
+ * at the bottom. First fit alone put it just above that one, and once the
+ * small run was gone no half was left for the response.
+ */
+START_TEST(test_half_and_half)
+{
+	struct blkalloc b;
+	uint64_t small, req, resp;
+
+	ck_assert_int_eq(blkalloc_init(&b, M32, 16), 0);
+	ck_assert_int_eq(blkalloc_alloc(&b, 1 << 20, &small), 1 << 20);
+	ck_assert_uint_eq(small, 0);
+	ck_assert_int_eq(blkalloc_alloc(&b, M32 / 2, &req), M32 / 2);
+	ck_assert_uint_eq(req, M32 / 2);
+	ck_assert_int_eq(blkalloc_free(&b, small), 1 << 20);
+	ck_assert_int_eq(blkalloc_alloc(&b, M32 / 2, &resp), M32 / 2);
+	ck_assert_uint_eq(resp, 0);
+	/* small runs still come from the bottom, large ones from the top */
+	ck_assert_int_eq(blkalloc_free(&b, req), M32 / 2);
+	ck_assert_int_eq(blkalloc_alloc(&b, 1, &small), K64);
+	ck_assert_uint_eq(small, M32 / 2);
+	ck_assert_int_eq(blkalloc_free(&b, small), K64);
+	ck_assert_int_eq(blkalloc_alloc(&b, M32 / 4, &req), M32 / 4);
+	ck_assert_uint_eq(req, M32 - M32 / 4);
 	blkalloc_fini(&b);
 }
 END_TEST
@@ -238,14 +274,15 @@ START_TEST(test_not_a_power_of_two)
 	ck_assert_uint_eq(b.nblocks, 5);
 	ck_assert_uint_eq(blkalloc_size_of(&b, 5 * K64 + 100), 0);
 	ck_assert_int_eq(blkalloc_alloc(&b, 5 * K64 + 1, &off), -EMSGSIZE);
+	/* a quarter of 5 blocks or more is large: from the top */
 	ck_assert_int_eq(blkalloc_alloc(&b, 3 * K64, &off), 3 * K64);
-	ck_assert_uint_eq(off, 0);
+	ck_assert_uint_eq(off, 2 * K64);
 	ck_assert_int_eq(blkalloc_alloc(&b, 2 * K64 + 1, &off), -ENOBUFS);
 	ck_assert_int_eq(blkalloc_alloc(&b, 2 * K64, &off), 2 * K64);
-	ck_assert_uint_eq(off, 3 * K64);
+	ck_assert_uint_eq(off, 0);
 	ck_assert_int_eq(blkalloc_alloc(&b, 1, &off), -ENOBUFS);
-	ck_assert_int_eq(blkalloc_free(&b, 0), 3 * K64);
-	ck_assert_int_eq(blkalloc_free(&b, 3 * K64), 2 * K64);
+	ck_assert_int_eq(blkalloc_free(&b, 2 * K64), 3 * K64);
+	ck_assert_int_eq(blkalloc_free(&b, 0), 2 * K64);
 	ck_assert_int_eq(blkalloc_alloc(&b, 5 * K64, &off), 5 * K64);
 	blkalloc_fini(&b);
 
@@ -284,13 +321,22 @@ START_TEST(test_not_a_power_of_two)
 END_TEST
 
 /*
- * The lowest run of @n free blocks in the shadow map @owner (0xff: free),
- * or -1.
+ * Where the allocator must place a run of @n blocks in the shadow map
+ * @owner (0xff: free), or -1: the lowest run that fits; for a large run
+ * (a BLKALLOC_LARGE_DIV-th of the region or more), the highest.
  */
 static int shadow_fit(const uint8_t *owner, unsigned int nblocks, unsigned int n)
 {
 	unsigned int i, len = 0;
 
+	if (n * BLKALLOC_LARGE_DIV >= nblocks) {
+		for (i = nblocks; i-- > 0;) {
+			len = owner[i] == 0xff ? len + 1 : 0;
+			if (len == n)
+				return (int)i;
+		}
+		return -1;
+	}
 	for (i = 0; i < nblocks; i++) {
 		len = owner[i] == 0xff ? len + 1 : 0;
 		if (len == n)
@@ -302,7 +348,7 @@ static int shadow_fit(const uint8_t *owner, unsigned int nblocks, unsigned int n
 /*
  * @rounds random allocations and frees on a region of @nblocks blocks,
  * against a shadow map of block owners: no overlap, used bytes exact, each
- * run exactly its whole blocks at the lowest fitting run (so -ENOBUFS only
+ * run exactly its whole blocks where shadow_fit() says (so -ENOBUFS only
  * when the shadow has no free run that long), bad frees refused, and all
  * comes back. Inside the loop a check aborts only on failure (each
  * ck_assert is a write to Check's pipe, slow under a sanitizer).
@@ -429,6 +475,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_too_large_and_zero);
 	tcase_add_test(tc, test_bad_free_changes_nothing);
 	tcase_add_test(tc, test_coalescing);
+	tcase_add_test(tc, test_half_and_half);
 	tcase_add_test(tc, test_word_boundaries);
 	tcase_add_test(tc, test_not_a_power_of_two);
 	tcase_add_test(tc, test_random_vs_shadow);

@@ -25,6 +25,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -184,14 +185,6 @@ static const char *cli_why(void)
 	return atomic_load(&cli_down) ? cli_down_why : "(no DOWN within 10 s)";
 }
 
-/*
- * These cases check bytes, not the DONE deadline (test_hostile_hoard does):
- * a 16 MiB call takes about 1.3 s on a quiet TCG bed, and under TSan on a
- * loaded host one went past the default deadline of 16 s (8 keepalive
- * periods of 2 s). 10 s periods put it at 80 s.
- */
-#define KA_BYTES_MS 10000u
-
 static void start(enum pc_handoff mode, uint32_t cli_pool_mb, uint32_t srv_pool_mb,
 		  uint32_t max_msg)
 {
@@ -199,13 +192,13 @@ static void start(enum pc_handoff mode, uint32_t cli_pool_mb, uint32_t srv_pool_
 		.size = sizeof(sp),
 		.on_conn = srv_on_conn, .on_msg = mode == PC_HANDOFF_HANDLER ? srv_on_msg : NULL,
 		.handoff = mode, .no_numa = true, .msg_size = MSG_SIZE, .max_msg_size = max_msg,
-		.large_pool_size = (uint64_t)srv_pool_mb << 20, .keepalive_ms = KA_BYTES_MS,
+		.large_pool_size = (uint64_t)srv_pool_mb << 20,
 	};
 	struct pc_engine_params cp = {
 		.size = sizeof(cp),
 		.no_numa = true, .handoff = mode, .msg_size = MSG_SIZE, .max_msg_size = max_msg,
 		.on_msg = mode == PC_HANDOFF_HANDLER ? cli_on_msg : NULL, .on_conn = cli_on_conn,
-		.large_pool_size = (uint64_t)cli_pool_mb << 20, .keepalive_ms = KA_BYTES_MS,
+		.large_pool_size = (uint64_t)cli_pool_mb << 20,
 	};
 	struct pc_conn_info in;
 
@@ -370,6 +363,31 @@ START_TEST(test_send_ring)
 }
 END_TEST
 
+/* Both sides' counters, for a case that is stuck (stderr). */
+static void dump_state(const char *what)
+{
+	struct pc_worker_stats st;
+	struct pc_conn_info in;
+	struct pc_engine *e[2] = { cli, srv };
+
+	pc_conn_info(conn, &in);
+	fprintf(stderr, "rndv: %s; client %s qp 0x%x: sent %llu recv %llu, %u requests in flight, "
+		"backlog %u, %u held, credit stalls %llu, sq stalls %llu; server: %u requests seen, "
+		"%u DOWN\n", what, in.device, in.qp_num, (unsigned long long)in.msgs_sent,
+		(unsigned long long)in.msgs_recv, in.inflight_req, in.backlog, in.held,
+		(unsigned long long)in.credit_stalls, (unsigned long long)in.sq_stalls,
+		atomic_load(&srv_requests), atomic_load(&srv_down));
+	for (unsigned int i = 0; i < 2; i++)
+		if (pc_engine_stats(e[i], 0, &st) == 0)
+			fprintf(stderr, "rndv: %s worker: rndv sent %llu recv %llu, large pool %u KiB used, "
+				"%u descriptors waiting, sleeps %llu, wakeups cq %llu submit %llu, "
+				"handoff full %llu\n", i ? "server" : "client",
+				(unsigned long long)st.rndv_sent, (unsigned long long)st.rndv_recv,
+				st.large_used_kib, st.large_waiting, (unsigned long long)st.sleeps,
+				(unsigned long long)st.wakeups_cq, (unsigned long long)st.wakeups_submit,
+				(unsigned long long)st.handoff_full);
+}
+
 /* One call of @req bytes answered with @resp bytes, its completion checked. */
 static void one_call(uint32_t req, uint32_t resp)
 {
@@ -388,6 +406,13 @@ static void one_call(uint32_t req, uint32_t resp)
 	while (!atomic_load(&k.runs) && pc_test_now_ms() < end) {
 		pump();
 		usleep(100);
+	}
+	if (!atomic_load(&k.runs)) {
+		char what[96];
+
+		snprintf(what, sizeof(what), "a call of %u bytes, answered with %u, never ended", req,
+			 resp);
+		dump_state(what);
 	}
 	ck_assert_uint_eq(atomic_load(&k.runs), 1);
 	if (req + resp >= 2u << 20)
@@ -425,9 +450,13 @@ START_TEST(test_call_handler)
 }
 END_TEST
 
+/* RNDV_REPEAT=N in the environment runs it N times over: a stress for the pool's races. */
 START_TEST(test_call_ring)
 {
-	calls(PC_HANDOFF_RING);
+	int n = getenv("RNDV_REPEAT") ? atoi(getenv("RNDV_REPEAT")) : 1;
+
+	for (int i = 0; i < n; i++)
+		calls(PC_HANDOFF_RING);
 }
 END_TEST
 
