@@ -220,8 +220,9 @@ static bool wait_active(const char *dev, int ms)
  * Whether plain rdma_cm works to @addr now (rping, no pollcore): tells the
  * test bed from pollcore. Up to three tries: under TCG the rping server may
  * take longer than the 2 s given to it to listen, and the client is then
- * rejected at once. A client that hangs until its timeout met a CM that
- * does not answer: that is the verdict, with no further try.
+ * rejected at once. A client that hangs until its timeout (10 s; a working
+ * rping ends within about a second in the VM) met a CM that does not
+ * answer: that is the verdict, with no further try.
  */
 static bool rping_works(const char *addr)
 {
@@ -230,7 +231,7 @@ static bool rping_works(const char *addr)
 
 	for (i = 0; i < 3 && rc != 124; i++) {
 		rc = fsh_within(60, "rping -s -a '%s' -p 7999 -C 1 >/dev/null 2>&1 & s=$!; sleep 2; "
-				"timeout 20 rping -c -a '%s' -p 7999 -C 1 >/dev/null 2>&1; rc=$?; "
+				"timeout 10 rping -c -a '%s' -p 7999 -C 1 >/dev/null 2>&1; rc=$?; "
 				"kill $s 2>/dev/null; wait $s 2>/dev/null; exit $rc", addr, addr);
 		if (rc == 0)
 			return true;
