@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# rdma suite: pollcore-bench --quick in every mode against its own server on
+# rdma suite: pollcore-bench short runs in every mode against its own server on
 # the test bed (tests/testbed.sh: rxe0 and fe80::ff:fe00:1%d0 in the VM).
 #   usage: test_bench.sh path/to/pollcore-bench
 #
@@ -69,11 +69,13 @@ client() { # client OUT ARGS...: one client run, stdout in $WORK/OUT; returns it
 	timeout 300 "$BENCH" client "$ADDR" --port "$PORT" --no-numa "$@" >"$WORK/$out" 2>"$WORK/$out.err"
 }
 
-# check NAME SIZE ARGS...: one --quick run whose JSON must agree with itself.
+# check NAME SIZE ARGS...: one short run (0.3 s, or the -n count given) whose
+# JSON must agree with itself: thousands of messages under TCG, every count checked.
 check() {
-	local name=$1 size=$2 rc
+	local name=$1 size=$2 rc len=(-D 0.3)
 	shift 2
-	client "$name" --quick --json -s "$size" "$@"
+	case " $* " in *" -n "*) len=(--quick) ;; esac
+	client "$name" "${len[@]}" --json -s "$size" "$@"
 	rc=$?
 	[ "$rc" = 0 ] || die "$name: client $* exited $rc: $(cat "$WORK/$name" "$WORK/$name.err")"
 	# jq, not python3: inside the VM each python3 start reads its modules over 9p

@@ -273,7 +273,8 @@ START_TEST(test_over_credits)
 		 * once more beyond that.
 		 */
 		for (round = 0; round < 8; round++) {
-			usleep(200000);
+			/* a grant that moves after this look only costs another round */
+			usleep(50000);
 			grant = PC_MAX(p.srv.credits, (uint32_t)p.credit_word[0]);
 			while (sent <= grant) {
 				ck_assert_int_eq(fpeer_send_msg(&p, PC_WIRE_MAGIC, WIRE_ONEWAY, 32, 32,
