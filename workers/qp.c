@@ -154,11 +154,6 @@ int worker_create_qp(struct pc_worker *w, struct conn *c, struct rdma_cm_id *id)
 		return set_error(pc_neg_errno(-1), "%s: ibv_reg_mr(credit word): %s",
 				    w->dev->name, strerror(errno));
 	ret = rdma_create_qp_ex(id, &attr);
-	/* no verb says how much a device inlines: one that refuses gets asked for half */
-	while (ret && errno == EINVAL && attr.cap.max_inline_data > 16) {
-		attr.cap.max_inline_data /= 2;
-		ret = rdma_create_qp_ex(id, &attr);
-	}
 	if (ret)
 		return set_error(pc_neg_errno(-1), "%s port %u: rdma_create_qp_ex on %s%s: %s",
 				    w->dev->name, id->port_num, w->name,
@@ -180,7 +175,6 @@ int worker_create_qp(struct pc_worker *w, struct conn *c, struct rdma_cm_id *id)
 	c->sq.signal_every = p->signal_every;
 	c->credit_ctx = (struct wr_ctx){ .kind = WR_CREDIT, .conn = c };
 	c->marker_ctx = (struct wr_ctx){ .kind = WR_MARKER, .conn = c };
-	c->inline_ctx = (struct wr_ctx){ .kind = WR_INLINE, .conn = c };
 	c->bl_tail = &c->bl_head;
 	c->cw_tail = &c->cw_head;
 	return 0;
