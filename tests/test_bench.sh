@@ -74,7 +74,8 @@ client() { # client OUT ARGS...: one client run, stdout in $WORK/OUT; returns it
 check() {
 	local name=$1 size=$2 rc len=(-D 0.3)
 	shift 2
-	case " $* " in *" -n "*) len=(--quick) ;; esac
+	# a count given: it alone bounds the run (--time and --count exclude each other)
+	case " $* " in *" -n "*) len=() ;; esac
 	client "$name" "${len[@]}" --json -s "$size" "$@"
 	rc=$?
 	[ "$rc" = 0 ] || die "$name: client $* exited $rc: $(cat "$WORK/$name" "$WORK/$name.err")"
