@@ -117,6 +117,26 @@ static pc_always_inline bool sq_retire_tail(struct sq *q, const void *ctx)
 }
 
 /*
+ * sq_retire_tail() behind a run of unsignaled WRs that need nothing done
+ * at their completion (all named @quiet: inline SENDs whose buffers went
+ * back at their post): retires them and @ctx's signaled slot after them.
+ * Returns the slots retired, or 0 when @ctx's is not the first after them
+ * (the queue left as it was: then sq_find() and sq_retire_to()).
+ */
+static pc_always_inline uint32_t sq_retire_quiet(struct sq *q, const void *quiet, const void *ctx)
+{
+	uint32_t t = q->tail, n;
+
+	while (t != q->head && q->slot[t & q->mask] == (uintptr_t)quiet)
+		t++;
+	if (t == q->head || q->slot[t & q->mask] != ((uintptr_t)ctx | SQ_SIGNALED))
+		return 0;
+	n = t + 1 - q->tail;
+	q->tail = t + 1;
+	return n;
+}
+
+/*
  * Retire every WR up to slot @t (from sq_find()): those before it
  * completed fine, and @t itself failed if @error. @fn(arg, ctx, failed) is
  * called for each, oldest first. Returns the number retired.

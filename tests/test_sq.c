@@ -202,6 +202,60 @@ START_TEST(test_retire_tail_agrees)
 }
 END_TEST
 
+/*
+ * sq_retire_quiet() retires what sq_retire() would when only quiet slots
+ * (ctxs[0], unsignaled) precede the signaled one completing, and nothing
+ * otherwise.
+ */
+START_TEST(test_retire_quiet_agrees)
+{
+	static uintptr_t slots2[DEPTH];
+	struct sq q2 = { .depth = DEPTH, .mask = DEPTH - 1, .signal_every = 4, .slot = slots2 };
+	struct record r;
+	unsigned int step, fast = 0, skipped = 0;
+
+	srandom(11);
+	for (step = 0; step < 20000; step++) {
+		unsigned int k = (unsigned int)random() % 8, n;
+
+		if (sq_space(&q) && random() % 2) {
+			/* a quiet WR is never forced signaled as a chain's last */
+			bool last = k && random() % 2;
+
+			ck_assert_int_eq(sq_push(&q, &ctxs[k], last, false),
+					 sq_push(&q2, &ctxs[k], last, false));
+			continue;
+		}
+		/* a completion of the first signaled slot's context, or of a random one */
+		if (random() % 4) {
+			uint32_t t = q.tail;
+
+			while (t != q.head && !(q.slot[t & q.mask] & SQ_SIGNALED))
+				t++;
+			if (t != q.head)
+				k = (unsigned int)((uint64_t *)sq_slot_ctx(q.slot[t & q.mask]) - ctxs);
+		}
+		r.n = 0;
+		n = sq_retire_quiet(&q, &ctxs[0], &ctxs[k]);
+		if (n) {
+			ck_assert_uint_eq(sq_retire(&q2, &ctxs[k], false, rec, &r), n);
+			ck_assert_ptr_eq(r.ctx[n - 1], &ctxs[k]);
+			while (--n)
+				ck_assert_ptr_eq(r.ctx[n - 1], &ctxs[0]);
+			fast++;
+			skipped += r.n > 1;
+		} else {
+			sq_retire(&q, &ctxs[k], false, rec, &r);
+			sq_retire(&q2, &ctxs[k], false, rec, &r);
+		}
+		ck_assert_uint_eq(q.tail, q2.tail);
+		ck_assert_uint_eq(q.head, q2.head);
+	}
+	ck_assert_uint_gt(fast, 100);
+	ck_assert_uint_gt(skipped, 10);
+}
+END_TEST
+
 START_TEST(test_unpush)
 {
 	sq_push(&q, &ctxs[0], false, false);
@@ -256,6 +310,7 @@ int main(void)
 	tcase_add_test(tc, test_shared_ctx_matches_oldest);
 	tcase_add_test(tc, test_wraparound_many_laps);
 	tcase_add_test(tc, test_retire_tail_agrees);
+	tcase_add_test(tc, test_retire_quiet_agrees);
 	tcase_add_test(tc, test_unpush);
 	tcase_add_test(tc, test_chain_links);
 	suite_add_tcase(s, tc);

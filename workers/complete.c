@@ -239,6 +239,11 @@ static pc_always_inline void wr_done(struct pc_worker *w, struct wr_ctx *ctx, bo
 	case WR_MARKER:
 		ctx->conn->marker_done = true;
 		break;
+	case WR_INLINE:
+		/* its buffer went back at its post (flush.c): only a failure to count */
+		if (failed)
+			dp_count_dropped(w, ctx->conn, 1);
+		break;
 	case WR_RNDV_BIND:
 	case WR_RNDV_INV:
 	case WR_RNDV_READ:
@@ -270,7 +275,8 @@ void dp_wr_failed(struct pc_worker *w, struct wr_ctx *ctx, int err)
 static const char *ctx_what(const struct wr_ctx *ctx)
 {
 	switch (ctx->kind) {
-	case WR_MSG: return "SEND";
+	case WR_MSG:
+	case WR_INLINE: return "SEND";
 	case WR_OP: return op_of_ctx((struct wr_ctx *)ctx)->code == PC_OP_READ ? "RDMA_READ"
 									     : "RDMA_WRITE";
 	case WR_CREDIT: return "credit RDMA_WRITE";
@@ -372,7 +378,8 @@ static pc_noinline void handle_wc_slow(struct pc_worker *w, struct ibv_wc *wc)
 /*
  * One completion. A successful one's opcode is valid, and its wr_id is one
  * we posted: a receive's is its message's rctx; the usual send completion
- * is the oldest WR of its queue, signaled. Anything else (flushes and
+ * is the oldest WR of its queue, signaled, or the first signaled one after
+ * unsignaled inline SENDs. Anything else (flushes and
  * errors have no opcode) goes to handle_wc_slow(), which tells receives
  * from sends by the address (recv_of()).
  */
@@ -380,6 +387,7 @@ static pc_always_inline void handle_wc(struct pc_worker *w, struct ibv_wc *wc)
 {
 	struct wr_ctx *ctx = (struct wr_ctx *)(uintptr_t)wc->wr_id;
 	struct conn *c;
+	uint32_t n;
 
 	if (pc_likely(wc->status == IBV_WC_SUCCESS)) {
 		if (wc->opcode & IBV_WC_RECV) {
@@ -387,7 +395,9 @@ static pc_always_inline void handle_wc(struct pc_worker *w, struct ibv_wc *wc)
 			return;
 		}
 		c = dp_conn_of_qpn(w, wc->qp_num);
-		if (pc_likely(c && sq_retire_tail(&c->sq, ctx))) {
+		/* inline SENDs left unsignaled before it have nothing to give back (flush.c) */
+		if (pc_likely(c && (n = sq_retire_quiet(&c->sq, &c->inline_ctx, ctx)))) {
+			w->sq_wrs -= n - 1;
 			wr_done(w, ctx, false, 0);
 			if (c->bl_head && c->state == CONN_UP)
 				dp_mark_dirty(w, c);

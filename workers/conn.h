@@ -155,6 +155,7 @@ enum wr_kind {
 	WR_OP,		/* struct op_priv inside a struct pc_op */
 	WR_CREDIT,	/* conn->credit_ctx: RDMA WRITE of granted credits */
 	WR_MARKER,	/* conn->marker_ctx: last WR of a closing QP */
+	WR_INLINE,	/* conn->inline_ctx: an inline SEND whose buffer went back at its post */
 	/* rendezvous (rndv.c): contexts embedded in a large-pool message (struct lmsg) */
 	WR_RNDV_BIND,	/* bind its memory window (sender) */
 	WR_RNDV_INV,	/* invalidate it after DONE (sender) */
@@ -385,6 +386,7 @@ struct conn {
 	void *user;
 	struct wr_ctx credit_ctx;
 	struct wr_ctx marker_ctx;
+	struct wr_ctx inline_ctx;
 	/*
 	 * Counters (CONN_COUNTERS): in the worker's slot of the stats segment
 	 * while attached, so other processes read them live; in st_local

@@ -79,7 +79,8 @@ static int params_normalise(struct pc_engine_params *p)
 	DEFAULT(srq_depth, p->rx_bufs - p->raw_bufs);
 	DEFAULT(srq_watermark, p->srq_depth / 4 ? p->srq_depth / 4 : 1);
 	DEFAULT(sq_depth, 256);
-	DEFAULT(max_inline, 64);
+	/* a 64-byte payload with its header (WIRE_HDR_LEN) goes inline */
+	DEFAULT(max_inline, 128);
 	DEFAULT(signal_every, 16);
 	DEFAULT(poll_batch, 32);
 	DEFAULT(window, PC_WINDOW_DEFAULT);

@@ -15,10 +15,19 @@
 
 /* --- building and posting chains -------------------------------------------------------- */
 
-static pc_always_inline void add_send(struct pc_worker *w, struct conn *c, struct msg *m)
+/*
+ * Adds @m's SEND to the chain. Returns true when its buffer goes back as
+ * soon as the chain is posted (flush_conn()): an inline SEND's bytes are
+ * copied into the WQE by the post, so nothing waits for its completion.
+ * Its WR then names c->inline_ctx, which only counts a failure. Not a
+ * raw peer's (no keepalive probe would notice its send queue stall, see
+ * keepalive.c), nor a request, whose buffer stays with its call.
+ */
+static pc_always_inline bool add_send(struct pc_worker *w, struct conn *c, struct msg *m)
 {
 	struct ibv_send_wr *wr = chain_add(&w->chain);
 	uint32_t bytes = m->pub.len;
+	bool early;
 
 	if (!c->raw) {
 		wire_hdr_fill(m->buf->addr, m->pub.type, m->pub.len, m->pub.req_id, c->granted);
@@ -29,11 +38,14 @@ static pc_always_inline void add_send(struct pc_worker *w, struct conn *c, struc
 	wr->sg_list->lkey = m->buf->lkey;
 	wr->num_sge = 1;
 	wr->opcode = IBV_WR_SEND;
+	early = bytes <= c->max_inline && !c->raw && m->pub.type != PC_MSG_REQUEST &&
+		!m->call_done;
 	wr->send_flags = bytes <= c->max_inline ? IBV_SEND_INLINE : 0;
-	wr->wr_id = (uintptr_t)&m->ctx;
+	wr->wr_id = early ? (uintptr_t)&c->inline_ctx : (uintptr_t)&m->ctx;
 	m->ctx.conn = c;
 	STAT_ADD(c->st->msgs_sent, 1);
 	STAT_ADD(c->st->bytes_sent, m->pub.len);
+	return early;
 }
 
 static pc_always_inline void add_op(struct pc_worker *w, const struct conn *c, struct pc_op *op)
@@ -75,9 +87,16 @@ static pc_always_inline void add_credit(struct pc_worker *w, struct conn *c)
 	c->grant_due = 0;
 }
 
-/* Builds and posts one chain for @c: a credit grant, then its backlog. */
-static void flush_conn(struct pc_worker *w, struct conn *c)
+/*
+ * Builds and posts one chain for @c: a credit grant, then its backlog.
+ * Returns the messages whose buffers go back now that it is posted
+ * (add_send()), linked by ctx.next: dp_flush() gives them back once it
+ * has decided @c's next turn, so that their grants wait for a carrier as
+ * those of buffers back from a completion do (grant_defer()).
+ */
+static struct wr_ctx *flush_conn(struct pc_worker *w, struct conn *c)
 {
+	struct wr_ctx *early = NULL;
 	struct wr_chain *ch = &w->chain;
 	/* within its send queue, and within the room the CQ has for send completions */
 	uint32_t space = PC_MIN(sq_space(&c->sq), cq_send_space(w));
@@ -110,7 +129,7 @@ static void flush_conn(struct pc_worker *w, struct conn *c)
 		avail = left;
 	}
 	while (c->bl_head && ch->n < space) {
-		struct wr_ctx *ctx = c->bl_head;
+		struct wr_ctx *ctx = c->bl_head, *next = ctx->next;
 
 		if (pc_likely(ctx->kind == WR_MSG)) {
 			struct msg *m = pc_container_of(ctx, struct msg, ctx);
@@ -125,15 +144,17 @@ static void flush_conn(struct pc_worker *w, struct conn *c)
 				stalled = true;
 				break;
 			}
-			if (large)
+			if (large) {
 				rndv_add_send(w, c, m);
-			else
-				add_send(w, c, m);
+			} else if (add_send(w, c, m)) {
+				ctx->next = early;
+				early = ctx;
+			}
 			STAT_ADD(w->st.tx_msgs, 1);
 		} else {
 			add_op(w, c, op_of_ctx(ctx));
 		}
-		c->bl_head = ctx->next;
+		c->bl_head = next;
 		STAT_ADD(c->backlog, (uint32_t)-1);
 	}
 	CONN_GAUGE_SET(c, backlog);
@@ -143,6 +164,7 @@ static void flush_conn(struct pc_worker *w, struct conn *c)
 		STAT_ADD(c->st->sq_stalls, 1);
 	if (ch->n)
 		dp_post_chain(w, c);
+	return early;
 }
 
 void dp_flush(struct pc_worker *w)
@@ -155,13 +177,21 @@ void dp_flush(struct pc_worker *w)
 
 		c->dirty = false;
 		if (c->state == CONN_UP) {
-			flush_conn(w, c);
+			struct wr_ctx *early = flush_conn(w, c);
+
 			/* waiting for credits, SRQ room, a probe or a rendezvous WR to go: next turn */
 			if (c->bl_head || c->grant_pending || c->probe || c->rv.q_head)
 				dp_mark_dirty(w, c);
 			/* waiting for a send to carry a grant, or its deadline */
 			else if (c->granted != c->granted_published)
 				grant_wait_add(w, c);
+			/* posted (or failed, counted by their WRs): their buffers are free */
+			while (early) {
+				struct wr_ctx *e = early;
+
+				early = e->next;
+				dp_msg_release(w, pc_container_of(e, struct msg, ctx));
+			}
 		}
 		c = next;
 	}

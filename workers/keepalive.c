@@ -45,10 +45,15 @@
 
 #define KA_SQ_STUCK_SCANS 16
 
-/* true: @c was closed, its send queue stalled */
+/*
+ * true: @c was closed, its send queue stalled. Unsignaled WRs after the
+ * last signaled one (inline SENDs, post_pvt.h) never complete by
+ * themselves: only a signaled WR in flight can say the queue stalled (the
+ * keepalive probe is one).
+ */
 static bool ka_sq_stalled(struct pc_worker *w, struct conn *c)
 {
-	if (!sq_inflight(&c->sq) || c->sq.tail != c->ka_tail) {
+	if (sq_inflight(&c->sq) == c->sq.unsignaled || c->sq.tail != c->ka_tail) {
 		c->ka_tail = c->sq.tail;
 		c->ka_stuck = 0;
 		return false;

@@ -80,22 +80,32 @@ static pc_always_inline int dp_post_fast(struct pc_worker *w, struct conn *c,
  * Posts the chain built in w->chain on @c with one doorbell: each WR pushed
  * on @c's send queue (signaled every Nth and the last), counted. Inline:
  * once per chain, in flush.c and rndv_post.c.
+ *
+ * The last is signaled so that buffers and callbacks never wait for later
+ * traffic; not an inline SEND whose buffer went back at its post
+ * (c->inline_ctx, flush.c), which has nothing to wait for, while the CQ
+ * has room to spare: such WRs left unsignaled at the end of a send queue
+ * keep their slots until a later signaled WR (at most signal_every - 1
+ * per connection; half the CQ's send room then makes the last signaled
+ * again, so those of quiet connections never starve the others).
  */
-
 static pc_always_inline void dp_post_chain(struct pc_worker *w, struct conn *c)
 {
 	struct wr_chain *ch = &w->chain;
 	struct ibv_send_wr *bad = NULL;
-	uint32_t i;
+	struct wr_ctx *ctx;
+	uint32_t i, last = ch->n - 1;
 	int ret;
 
-	/* signal every Nth and the last, so buffers come back without waiting for traffic */
-	for (i = 0; i < ch->n; i++) {
-		struct wr_ctx *ctx = (struct wr_ctx *)(uintptr_t)ch->wr[i].wr_id;
-
-		if (sq_push(&c->sq, ctx, i + 1 == ch->n, false))
+	for (i = 0; i < last; i++) {
+		ctx = (struct wr_ctx *)(uintptr_t)ch->wr[i].wr_id;
+		if (sq_push(&c->sq, ctx, false, false))
 			ch->wr[i].send_flags |= IBV_SEND_SIGNALED;
 	}
+	ctx = (struct wr_ctx *)(uintptr_t)ch->wr[last].wr_id;
+	if (sq_push(&c->sq, ctx, ctx != &c->inline_ctx || w->sq_wrs + ch->n >= w->cq_send_cap / 2,
+		    false))
+		ch->wr[last].send_flags |= IBV_SEND_SIGNALED;
 	w->sq_wrs += ch->n;
 	ret = dp_post_fast(w, c, ch->wr, &bad);
 	PC_PROBE(post_batch, c->qpn, ch->n);

@@ -364,9 +364,13 @@ struct pc_device_params {
  * @srq_watermark: SRQ refill threshold and srq_limit; default srq_depth / 4.
  * @sq_depth: send queue depth per QP, default 256.
  * @max_inline: largest send (header included) or pc_rdma() WRITE posted
- *              inline, asked of each QP as max_inline_data; default 64;
- *              PC_INLINE_NONE for none. The provider may grant more or
- *              less; what it grants is used.
+ *              inline, asked of each QP as max_inline_data; default 128
+ *              (a 64-byte payload and its header); PC_INLINE_NONE for
+ *              none. The provider may grant more, and what it grants is
+ *              used; a device that inlines less fails the QP's creation
+ *              (EINVAL: the connection is refused), so set it lower there.
+ *              An inline send's buffer goes back as soon as it is posted,
+ *              without waiting for its completion.
  * @signal_every: signal every Nth send-queue WR, sends and pc_rdma() operations
  *                alike (and the last of each chain), default 16.
  * @poll_batch: ibv_poll_cq batch, default 32.
