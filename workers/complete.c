@@ -251,7 +251,11 @@ static pc_always_inline void wr_done(struct pc_worker *w, struct wr_ctx *ctx, bo
 	case WR_RNDV_ABORT:
 		rndv_sq_done(w, ctx, failed);
 		break;
-	default: /* WR_CREDIT: nothing to give back */
+	case WR_CREDIT:	/* nothing to give back */
+		break;
+	default:	/* a context whose owner never set its kind: never silent */
+		pc_warn("%s qp 0x%x: completion of a WR context of kind %d (a pollcore bug)",
+			w->dev->name, ctx->conn ? ctx->conn->qpn : 0, (int)ctx->kind);
 		break;
 	}
 }

@@ -175,6 +175,7 @@ int worker_create_qp(struct pc_worker *w, struct conn *c, struct rdma_cm_id *id)
 	c->sq.signal_every = p->signal_every;
 	c->credit_ctx = (struct wr_ctx){ .kind = WR_CREDIT, .conn = c };
 	c->marker_ctx = (struct wr_ctx){ .kind = WR_MARKER, .conn = c };
+	c->inline_ctx = (struct wr_ctx){ .kind = WR_INLINE, .conn = c };
 	c->bl_tail = &c->bl_head;
 	c->cw_tail = &c->cw_head;
 	return 0;
