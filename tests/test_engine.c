@@ -202,11 +202,15 @@ static void cli_on_msg(struct pc_msg *m, void *arg)
 	ck_assert_int_eq(pc_msg_release(m), 0);
 }
 
+/* the next client_start()'s max_inline (0: the default) */
+static uint32_t cli_max_inline;
+
 static struct pc_engine *client_start(enum pc_handoff mode, unsigned int workers,
 				      unsigned int app_threads)
 {
 	struct pc_engine_params p = {
 		.size = sizeof(p),
+		.max_inline = cli_max_inline,
 		.workers_per_device = workers,
 		.handoff = mode,
 		.app_threads = app_threads,
@@ -463,6 +467,50 @@ START_TEST(test_connect_echo_wr_ex)
 	setenv("PC_POST_WR_EX", "1", 1);
 	connect_echo();
 	unsetenv("PC_POST_WR_EX");
+}
+END_TEST
+
+static atomic_uint inline_logged;
+
+static void inline_sink(enum pc_log_level level, const char *msg, void *arg)
+{
+	(void)arg;
+	if (strstr(msg, "refuses 65536 bytes inline (max_inline); its QPs ask for "))
+		atomic_fetch_add(&inline_logged, 1);
+	fprintf(stderr, "pollcore %d: %s\n", (int)level, msg);
+}
+
+/*
+ * max_inline beyond what any device takes inline: the client's worker
+ * finds, once at its start, a size the device takes (logged once), and
+ * its connection comes up and carries messages byte for byte both ways,
+ * small ones inline and full-size ones not. Asking every connection's QP
+ * for 65,536 bytes would have refused them all (EINVAL).
+ */
+START_TEST(test_inline_beyond_device)
+{
+	struct pc_engine *srv, *cli;
+	uint16_t port;
+
+	srv = server_start(1, &port);
+	atomic_store(&inline_logged, 0);
+	pc_log_set_sink(inline_sink, NULL);
+	cli_max_inline = 65536;
+	cli = client_start(PC_HANDOFF_HANDLER, 1, 1);
+	cli_max_inline = 0;
+	pc_log_set_sink(NULL, NULL);
+	ck_assert_uint_eq(atomic_load(&inline_logged), 1);
+	ck_assert_int_eq(pc_app_attach(cli, 0), 0);
+	client_connect(cli, port, 1);
+	send_seq(0, 200, 64, false);
+	wait_received(1, 200, 60);
+	/* a second sequence from 0 */
+	atomic_store(&cc[0].next_expected, 0);
+	send_seq(0, 200, 4096, false);	/* msg_size's default */
+	wait_received(1, 400, 60);
+	ck_assert_uint_eq(atomic_load(&srv_msgs), 400);
+	pc_engine_destroy(cli);
+	pc_engine_destroy(srv);
 }
 END_TEST
 
@@ -1105,6 +1153,7 @@ int main(int argc, char **argv)
 	ADD(connect_failures);
 	ADD(connect_echo);
 	ADD(connect_echo_wr_ex);
+	ADD(inline_beyond_device);
 	ADD(seq_two_workers);
 	ADD(rpc);
 	ADD(peers_differ);

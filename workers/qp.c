@@ -107,41 +107,88 @@ bool worker_wants_wr_ex(const struct pc_worker *w)
 	return w->dev->mlx5dv;
 }
 
-int worker_create_qp(struct pc_worker *w, struct conn *c, struct rdma_cm_id *id)
+/*
+ * The attributes of every QP of @w: a raw peer's (@rq_depth receives of
+ * its own, @raw) or a credited one's (the SRQ). The inline size is the one
+ * worker_probe_inline() found the device takes.
+ */
+static void qp_attr_fill(struct pc_worker *w, void *ctx, bool raw, uint32_t rq_depth,
+			 struct ibv_qp_init_attr_ex *attr)
 {
-	const struct pc_engine_params *p = w->p;
-	struct ibv_qp_init_attr_ex attr = {
-		.qp_context = c,
+	*attr = (struct ibv_qp_init_attr_ex){
+		.qp_context = ctx,
 		.send_cq = w->cq,
 		.recv_cq = w->cq,
 		.srq = w->srq,
 		.cap = {
-			.max_send_wr = p->sq_depth,
+			.max_send_wr = w->p->sq_depth,
 			.max_send_sge = 1,
-			.max_inline_data = p->max_inline == PC_INLINE_NONE ? 0 : p->max_inline,
+			.max_inline_data = w->max_inline,
 		},
 		.qp_type = IBV_QPT_RC,
 		.comp_mask = IBV_QP_INIT_ATTR_PD,
 		.pd = w->pd,
 	};
-	int ret;
-
 	/* a raw peer (no credits) receives into its own queue, never the SRQ */
-	if (c->raw) {
-		attr.srq = NULL;
-		attr.cap.max_recv_wr = c->rq_depth;
-		attr.cap.max_recv_sge = 1;
+	if (raw) {
+		attr->srq = NULL;
+		attr->cap.max_recv_wr = rq_depth;
+		attr->cap.max_recv_sge = 1;
 	}
 	if (w->wr_ex) {
-		attr.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-		attr.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE |
-				      IBV_QP_EX_WITH_RDMA_READ;
+		attr->comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+		attr->send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE |
+				       IBV_QP_EX_WITH_RDMA_READ;
 		if (w->rv)
-			attr.send_ops_flags |= IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV;
+			attr->send_ops_flags |= IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV;
 	}
 	/* a small message sent from a large-pool buffer: header and payload, two SGEs (rndv.c) */
-	if (w->rv && !c->raw)
-		attr.cap.max_send_sge = 2;
+	if (w->rv && !raw)
+		attr->cap.max_send_sge = 2;
+}
+
+/*
+ * Sets w->max_inline: pc_engine_params.max_inline, or less where the
+ * device takes less. Providers refuse a QP that asks for more inline data
+ * than they have (rxe and mlx5 say EINVAL) rather than grant less, and a
+ * refusal on a connection's rdma_cm id would refuse the connection: so a
+ * QP of the worker's own kind, on no id, is created once here with the
+ * size halved until one is taken, and destroyed. Worker thread, at setup
+ * (after the CQ, the SRQ and the rendezvous pool).
+ */
+int worker_probe_inline(struct pc_worker *w)
+{
+	uint32_t want = w->p->max_inline == PC_INLINE_NONE ? 0 : w->p->max_inline;
+	struct ibv_qp_init_attr_ex attr;
+	struct ibv_qp *qp;
+
+	for (;;) {
+		w->max_inline = want;
+		qp_attr_fill(w, NULL, false, 0, &attr);
+		qp = ibv_create_qp_ex(w->dev->ctx, &attr);
+		if (qp)
+			break;
+		if (errno != EINVAL || !want)
+			return set_error(pc_neg_errno(-1),
+					 "%s port %u: ibv_create_qp_ex (max_inline_data %u, %u send WRs): %s",
+					 w->dev->name, w->dev->port, want, w->p->sq_depth,
+					 strerror(errno));
+		want /= 2;
+	}
+	ibv_destroy_qp(qp);
+	if (w->p->max_inline != PC_INLINE_NONE && want < w->p->max_inline)
+		pc_info("%s: %s refuses %u bytes inline (max_inline); its QPs ask for %u",
+			w->name, w->dev->name, w->p->max_inline, want);
+	return 0;
+}
+
+int worker_create_qp(struct pc_worker *w, struct conn *c, struct rdma_cm_id *id)
+{
+	const struct pc_engine_params *p = w->p;
+	struct ibv_qp_init_attr_ex attr;
+	int ret;
+
+	qp_attr_fill(w, c, c->raw, c->rq_depth, &attr);
 	c->sq.slot = calloc(p->sq_depth, sizeof(*c->sq.slot));
 	c->credit_word = aligned_alloc(PC_CACHELINE, PC_CACHELINE);
 	if (!c->sq.slot || !c->credit_word || reqset_init(&c->reqs, p->window))

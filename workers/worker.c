@@ -227,6 +227,9 @@ static int worker_setup(struct pc_worker *w)
 	if (!w->srq)
 		return set_error(pc_neg_errno(-1), "%s port %u: ibv_create_srq(%u): %s", d->name,
 				    d->port, p->srq_depth, strerror(errno));
+	ret = worker_probe_inline(w);
+	if (ret)
+		return ret;
 	ctl_inbox_init(&w->inbox, wake_cb, w);
 	dp_refill_srq(w, true);
 	worker_publish(w, now_ns());

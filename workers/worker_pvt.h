@@ -313,6 +313,7 @@ struct pc_worker {
 	uint32_t ka_turns;	/* turns since the clock was last read for keepalive */
 	uint64_t ka_next_ns;	/* next keepalive scan (coarse_ns()) */
 	uint32_t turns;		/* loop turns, for the work done every HOUSEKEEP_TURNS */
+	uint32_t max_inline;	/* max_inline_data its QPs ask for (worker_probe_inline()) */
 	bool wr_ex;		/* post with ibv_wr_* (ibv_qp_ex) */
 	bool srq_rearm;		/* SRQ limit fired: re-arm it once refilled */
 	bool cq_armed;		/* armed, and no event read since: the arm still stands */
@@ -436,6 +437,7 @@ void worker_create_domain(struct pc_worker *w);
 void worker_destroy_domain(struct pc_worker *w);
 int worker_create_cq(struct pc_worker *w, int cqe);
 int worker_create_qp(struct pc_worker *w, struct conn *c, struct rdma_cm_id *id);
+int worker_probe_inline(struct pc_worker *w);
 bool worker_wants_wr_ex(const struct pc_worker *w);
 void worker_stats_release(struct pc_worker *w, struct conn *c);
 

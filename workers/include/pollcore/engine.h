@@ -366,10 +366,10 @@ struct pc_device_params {
  * @max_inline: largest send (header included) or pc_rdma() WRITE posted
  *              inline, asked of each QP as max_inline_data; default 128
  *              (a 64-byte payload and its header); PC_INLINE_NONE for
- *              none. The provider may grant more, and what it grants is
- *              used; a device that inlines less fails the QP's creation
- *              (EINVAL: the connection is refused), so set it lower there.
- *              An inline send's buffer goes back as soon as it is posted,
+ *              none. Where the device takes less, each worker halves it at
+ *              its start until the device takes it (logged at info); the
+ *              provider may grant more, and what it grants is used. An
+ *              inline send's buffer goes back as soon as it is posted,
  *              without waiting for its completion.
  * @signal_every: signal every Nth send-queue WR, sends and pc_rdma() operations
  *                alike (and the last of each chain), default 16.
