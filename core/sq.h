@@ -5,7 +5,8 @@
  *
  * A QP's send queue has @depth slots. Every posted WR takes one until a
  * completion proves it done. Only some WRs are signaled (every Nth, and the
- * last of each chain), and RC completes a send queue in order, so one
+ * last of each chain unless the caller says it needs no completion:
+ * sq_push()'s @last), and RC completes a send queue in order, so one
  * signaled completion retires every earlier WR. Each slot remembers its
  * WR's context (8-byte aligned pointer) with bit 0 = signaled.
  *

@@ -372,7 +372,8 @@ struct pc_device_params {
  *              inline send's buffer goes back as soon as it is posted,
  *              without waiting for its completion.
  * @signal_every: signal every Nth send-queue WR, sends and pc_rdma() operations
- *                alike (and the last of each chain), default 16.
+ *                alike (and the last of each chain, but for an inline send
+ *                whose buffer went back at its post), default 16.
  * @poll_batch: ibv_poll_cq batch, default 32.
  * @window: the most receive credits one peer may hold (messages in flight
  *          per connection and direction, requests included), default
