@@ -368,12 +368,11 @@ struct pc_device_params {
  *              (a 64-byte payload and its header); PC_INLINE_NONE for
  *              none. Where the device takes less, each worker halves it at
  *              its start until the device takes it (logged at info); the
- *              provider may grant more, and what it grants is used. An
- *              inline send's buffer goes back as soon as it is posted,
- *              without waiting for its completion.
+ *              provider may grant more, and what it grants is used.
  * @signal_every: signal every Nth send-queue WR, sends and pc_rdma() operations
- *                alike (and the last of each chain, but for an inline send
- *                whose buffer went back at its post), default 16.
+ *                alike (and the last of each chain, but for an inline
+ *                response or one-way send to a pollcore peer while the
+ *                CQ has room to spare), default 16.
  * @poll_batch: ibv_poll_cq batch, default 32.
  * @window: the most receive credits one peer may hold (messages in flight
  *          per connection and direction, requests included), default
