@@ -108,15 +108,16 @@ bool worker_wants_wr_ex(const struct pc_worker *w)
 }
 
 /*
- * The attributes of every QP of @w: a raw peer's (@rq_depth receives of
- * its own, @raw) or a credited one's (the SRQ). The inline size is the one
+ * The attributes of @c's QP on @w, or with @c NULL those of a credited
+ * conn's (worker_probe_inline()'s). The inline size is the one
  * worker_probe_inline() found the device takes.
  */
-static void qp_attr_fill(struct pc_worker *w, void *ctx, bool raw, uint32_t rq_depth,
-			 struct ibv_qp_init_attr_ex *attr)
+static void qp_attr_fill(struct pc_worker *w, struct conn *c, struct ibv_qp_init_attr_ex *attr)
 {
+	bool raw = c && c->raw;
+
 	*attr = (struct ibv_qp_init_attr_ex){
-		.qp_context = ctx,
+		.qp_context = c,
 		.send_cq = w->cq,
 		.recv_cq = w->cq,
 		.srq = w->srq,
@@ -132,7 +133,7 @@ static void qp_attr_fill(struct pc_worker *w, void *ctx, bool raw, uint32_t rq_d
 	/* a raw peer (no credits) receives into its own queue, never the SRQ */
 	if (raw) {
 		attr->srq = NULL;
-		attr->cap.max_recv_wr = rq_depth;
+		attr->cap.max_recv_wr = c->rq_depth;
 		attr->cap.max_recv_sge = 1;
 	}
 	if (w->wr_ex) {
@@ -164,7 +165,7 @@ int worker_probe_inline(struct pc_worker *w)
 
 	for (;;) {
 		w->max_inline = want;
-		qp_attr_fill(w, NULL, false, 0, &attr);
+		qp_attr_fill(w, NULL, &attr);
 		qp = ibv_create_qp_ex(w->dev->ctx, &attr);
 		if (qp)
 			break;
@@ -188,7 +189,7 @@ int worker_create_qp(struct pc_worker *w, struct conn *c, struct rdma_cm_id *id)
 	struct ibv_qp_init_attr_ex attr;
 	int ret;
 
-	qp_attr_fill(w, c, c->raw, c->rq_depth, &attr);
+	qp_attr_fill(w, c, &attr);
 	c->sq.slot = calloc(p->sq_depth, sizeof(*c->sq.slot));
 	c->credit_word = aligned_alloc(PC_CACHELINE, PC_CACHELINE);
 	if (!c->sq.slot || !c->credit_word || reqset_init(&c->reqs, p->window))
