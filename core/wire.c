@@ -117,3 +117,37 @@ int wire_done_check(const void *buf, uint32_t len, struct wire_done *out)
 	*out = d;
 	return 0;
 }
+
+int wire_pack_split(const void *buf, uint32_t len, struct wire_hdr *hdrs, uint32_t *offs)
+{
+	const char *p = buf;
+	uint32_t off = 0, n = 0;
+
+	for (;;) {
+		struct wire_hdr h;
+		uint32_t rest = len - off;
+		bool more;
+
+		if (n == WIRE_PACK_MAX || rest < WIRE_HDR_LEN)
+			return -EPROTO;
+		memcpy(&h, p + off, sizeof(h));
+		more = h.type & WIRE_MORE;
+		h.type &= (uint8_t)~WIRE_MORE;
+		if (h.magic != PC_WIRE_MAGIC || h.type != WIRE_ONEWAY)
+			return -EPROTO;
+		if (!more) {
+			/* the last frame ends the receive; a lone one is no pack */
+			if (h.len != rest - WIRE_HDR_LEN || n == 0)
+				return -EPROTO;
+		} else if (rest < 2 * WIRE_HDR_LEN || h.len > rest - 2 * WIRE_HDR_LEN ||
+			   h.len % WIRE_PACK_ALIGN) {
+			/* another header must fit after it, 8-byte aligned */
+			return -EPROTO;
+		}
+		hdrs[n] = h;
+		offs[n++] = off;
+		if (!more)
+			return (int)n;
+		off += WIRE_HDR_LEN + h.len;
+	}
+}

@@ -121,8 +121,43 @@ static_assert(sizeof(struct wire_cm_priv) == 36, "private data layout");
 
 /* It takes WIRE_ABORT: a sender may withdraw a descriptor it no longer wants read. */
 #define PC_CM_FEAT_ABORT 1u
-#define PC_CM_FEATURES PC_CM_FEAT_ABORT
+/* It takes packs: several one-way messages in one SEND (WIRE_MORE). */
+#define PC_CM_FEAT_PACK 2u
+#define PC_CM_FEATURES (PC_CM_FEAT_ABORT | PC_CM_FEAT_PACK)
 static_assert(sizeof(struct wire_cm_priv) <= 56, "fits IB CM REQ private data");
+
+/*
+ * Packing (PC_CM_FEAT_PACK): one SEND may carry up to WIRE_PACK_MAX
+ * one-way messages, each a frame of its own header and payload, one after
+ * the other. Every frame but the last has WIRE_MORE in its type and a
+ * payload of a multiple of 8 bytes, so that every frame starts 8-byte
+ * aligned; the last one ends exactly where the receive does. A pack is one
+ * receive and spends one credit. Every header carries the same grant.
+ * Only a peer that said PC_CM_FEAT_PACK is sent one.
+ */
+#define WIRE_MORE 0x80u
+#define WIRE_PACK_MAX 8u
+#define WIRE_PACK_ALIGN 8u
+
+/**
+ * wire_pack_split - the frames of a received pack.
+ * @buf: the receive's bytes.
+ * @len: how many.
+ * @hdrs: filled with each frame's header, WIRE_MORE cleared (WIRE_PACK_MAX entries).
+ * @offs: filled with each frame's header offset in @buf (WIRE_PACK_MAX entries).
+ *
+ * Reads no more than @len bytes. Called when wire_hdr_parse() refused
+ * @buf: a single message is not a pack.
+ *
+ * Pure; any thread.
+ *
+ * Return: the number of frames (2 to WIRE_PACK_MAX), or -EPROTO: a frame
+ * that is not a one-way message, a WIRE_MORE frame whose payload is not a
+ * multiple of WIRE_PACK_ALIGN or leaves no room for a header after it, a
+ * last frame that does not end the receive, or more than WIRE_PACK_MAX
+ * frames.
+ */
+int wire_pack_split(const void *buf, uint32_t len, struct wire_hdr *hdrs, uint32_t *offs);
 
 /* A grant larger than this is nonsense (or an attack on our counters). */
 #define WIRE_MAX_CREDITS (1u << 14)

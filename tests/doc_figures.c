@@ -88,6 +88,7 @@ int main(void)
 	U("WIRE_MAX_CREDITS", WIRE_MAX_CREDITS);
 	U("WIRE_RNDV_MAX", WIRE_RNDV_MAX);
 	U("wire.cm_private_bytes", sizeof(struct wire_cm_priv));
+	U("wire.pack_max", WIRE_PACK_MAX);
 
 	/* rendezvous */
 	U("rndv.block_kib", (1u << RNDV_MIN_SHIFT) >> 10);

@@ -948,6 +948,8 @@ START_TEST(test_srq_limit_event)
 		.size = sizeof(sp),
 		.handoff = PC_HANDOFF_RING, .app_threads = 1, .rx_bufs = 64, .srq_depth = 64,
 		.srq_watermark = 32, .window = 64, .no_numa = true,
+		/* a buffer for each message: packed, 60 would take a few */
+		.no_pack = true,
 	};
 	struct pc_msg *msgs[64];
 	struct pc_worker_stats ws;

@@ -217,6 +217,143 @@ START_TEST(test_unknown_type)
 }
 END_TEST
 
+/* --- packs (core/wire.h: several one-way messages in one SEND) ------------------------ */
+
+struct pack_blob {
+	uint8_t b[512];
+	uint32_t len;
+};
+
+/* Appends a frame of @type (WIRE_MORE or not) claiming @claimed bytes, with @payload of pattern. */
+static void pack_add(struct pack_blob *pk, uint8_t type, uint32_t claimed, uint32_t payload,
+		     uint8_t seed)
+{
+	struct wire_hdr h;
+	uint32_t i;
+
+	ck_assert_uint_le(pk->len + WIRE_HDR_LEN + payload, sizeof(pk->b));
+	wire_hdr_fill(&h, type, claimed, 0, 0);
+	memcpy(pk->b + pk->len, &h, sizeof(h));
+	pk->len += WIRE_HDR_LEN;
+	for (i = 0; i < payload; i++)
+		pk->b[pk->len + i] = (uint8_t)(seed + i * 3);
+	pk->len += payload;
+}
+
+/* One connection sends @pk, which must close it and deliver nothing of it. */
+static void one_bad_pack(const char *what, const struct pack_blob *pk)
+{
+	unsigned int mark = flog_mark();
+	struct fpeer p;
+	struct frec r;
+
+	peer_up(&p, 8256);
+	ck_assert_int_eq(fpeer_send(&p, pk->b, pk->len), 0);
+	fpeer_wait_sends(&p, 10000);
+	if (expect_closed(&p, what, why_malformed, 10000, mark, &r))
+		EXPECT(r.msgs == 0, "%s: the server's application got %u messages from it", what,
+		       r.msgs);
+	fpeer_destroy(&p);
+}
+
+/* The echoes a peer got back: each a whole message, its payload kept in order. */
+struct echoes {
+	uint8_t data[512];
+	uint32_t len, n, bad;
+};
+
+static void echo_recv(struct fpeer *p, const uint8_t *data, uint32_t len)
+{
+	struct echoes *e = p->arg;
+	struct wire_hdr h;
+
+	if (wire_hdr_parse(data, len, &h) || h.type != WIRE_ONEWAY ||
+	    e->len + h.len > sizeof(e->data)) {
+		e->bad++;
+		return;
+	}
+	memcpy(e->data + e->len, data + WIRE_HDR_LEN, h.len);
+	e->len += h.len;
+	e->n++;
+}
+
+/*
+ * A pack from a peer that speaks the wire by hand (so the receive side is
+ * tested apart from pollcore's own packing): its three messages (16, 0
+ * and 5 bytes) reach the server's application one by one, in order, and
+ * its echoes (each sent on from its place in the shared receive buffer)
+ * come back whole; the buffer goes back once all three are done. Then
+ * malformed packs, each closing its own connection and delivering nothing:
+ * a WIRE_MORE frame of a length not a multiple of 8, a request inside a
+ * pack, bytes after the last frame, WIRE_PACK_MAX + 1 frames.
+ */
+START_TEST(test_packs)
+{
+	static const uint32_t sizes[] = { 16, 0, 5 };
+	struct pc_worker_stats st;
+	struct pack_blob pk = { .len = 0 };
+	struct echoes ech = { .len = 0 };
+	struct fpeer p;
+	struct frec r;
+	uint64_t end;
+	uint32_t i;
+
+	hostile_begin();
+	peer_up(&p, 8256);
+	p.on_recv = echo_recv;
+	p.arg = &ech;
+	for (i = 0; i < PC_ARRAY_SIZE(sizes); i++)
+		pack_add(&pk, (uint8_t)(WIRE_ONEWAY | (i + 1 < PC_ARRAY_SIZE(sizes) ? WIRE_MORE : 0)),
+			 sizes[i], sizes[i], (uint8_t)(i * 50));
+	ck_assert_int_eq(fpeer_send(&p, pk.b, pk.len), 0);
+	end = fnow_ms() + 10000;
+	while (ech.n + ech.bad < PC_ARRAY_SIZE(sizes) && fnow_ms() < end)
+		fpeer_poll(&p, 100);
+	EXPECT(ech.n == 3 && ech.bad == 0, "pack of 3: %u echoes back, %u malformed", ech.n,
+	       ech.bad);
+	EXPECT(ech.len == 21, "pack of 3: %u payload bytes echoed, 21 sent", ech.len);
+	for (i = 0; i < ech.len && i < 21; i++) {
+		uint8_t want = i < 16 ? (uint8_t)(i * 3) : (uint8_t)(100 + (i - 16) * 3);
+
+		if (ech.data[i] != want) {
+			EXPECT(false, "pack of 3: echoed byte %u is 0x%x, 0x%x sent", i, ech.data[i],
+			       want);
+			break;
+		}
+	}
+	EXPECT(fsrv_rec(srv, p.srv_qpn, &r) && r.msgs == 3 && r.bytes == 21 && !r.down,
+	       "pack of 3: the server's application got %u messages, %lu bytes (down %d)", r.msgs,
+	       (unsigned long)r.bytes, r.down);
+	/* its buffer back on the pool once the three echoes completed */
+	end = fnow_ms() + 5000;
+	do {
+		ck_assert_int_eq(pc_engine_stats(srv->e, 0, &st), 0);
+	} while (st.rx_held && fnow_ms() < end && usleep(1000) == 0);
+	EXPECT(st.rx_held == 0, "pack of 3: %u receive buffers still held", st.rx_held);
+	fpeer_destroy(&p);
+
+	pk.len = 0;
+	pack_add(&pk, WIRE_ONEWAY | WIRE_MORE, 12, 12, 1);
+	pack_add(&pk, WIRE_ONEWAY, 8, 8, 2);
+	one_bad_pack("pack: a first frame of 12 bytes", &pk);
+	pk.len = 0;
+	pack_add(&pk, WIRE_ONEWAY | WIRE_MORE, 8, 8, 1);
+	pack_add(&pk, WIRE_REQUEST, 8, 8, 2);
+	one_bad_pack("pack: a request in it", &pk);
+	pk.len = 0;
+	pack_add(&pk, WIRE_ONEWAY | WIRE_MORE, 8, 8, 1);
+	pack_add(&pk, WIRE_ONEWAY, 8, 16, 2);
+	one_bad_pack("pack: 8 bytes after its last frame", &pk);
+	pk.len = 0;
+	for (i = 0; i < WIRE_PACK_MAX; i++)
+		pack_add(&pk, WIRE_ONEWAY | WIRE_MORE, 8, 8, (uint8_t)i);
+	pack_add(&pk, WIRE_ONEWAY, 8, 8, 9);
+	one_bad_pack("pack: WIRE_PACK_MAX + 1 frames", &pk);
+	/* the four, and the first peer's own disconnect */
+	hostile_end(5);
+}
+END_TEST
+
 /* The server never called: a RESPONSE, whatever its req_id, answers nothing. */
 START_TEST(test_unknown_req_id)
 {
@@ -749,6 +886,7 @@ int main(void)
 	ADD(bad_magic);
 	ADD(len_mismatch);
 	ADD(unknown_type);
+	ADD(packs);
 	ADD(unknown_req_id);
 	ADD(msg_before_up);
 	ADD(over_credits);

@@ -360,6 +360,97 @@ START_TEST(test_cm_reject)
 }
 END_TEST
 
+/* --- packs ------------------------------------------------------------------------------- */
+
+static uint8_t pk[512];
+
+/* Appends a frame at @off of @pk: @type (WIRE_MORE or not), @payload bytes of @fill. */
+static uint32_t pack_frame(uint32_t off, uint8_t type, uint32_t payload, uint8_t fill)
+{
+	wire_hdr_fill((struct wire_hdr *)(void *)(pk + off), type, payload, 0, 0x10203);
+	/* a claimed length beyond the buffer is only claimed */
+	memset(pk + off + WIRE_HDR_LEN, fill, PC_MIN(payload, sizeof(pk) - off - WIRE_HDR_LEN));
+	return off + WIRE_HDR_LEN + payload;
+}
+
+START_TEST(test_pack_split)
+{
+	struct wire_hdr h[WIRE_PACK_MAX];
+	uint32_t offs[WIRE_PACK_MAX], len, i;
+
+	/* three frames: 64 and 0 bytes marked MORE, then 5 bytes ending the receive */
+	len = pack_frame(0, WIRE_ONEWAY | WIRE_MORE, 64, 1);
+	len = pack_frame(len, WIRE_ONEWAY | WIRE_MORE, 0, 2);
+	len = pack_frame(len, WIRE_ONEWAY, 5, 3);
+	ck_assert_uint_eq(len, 3 * WIRE_HDR_LEN + 69);
+	/* one message alone is not a pack: wire_hdr_parse() refuses it, wire_pack_split() splits it */
+	ck_assert_int_eq(wire_hdr_parse(pk, len, &h[0]), -EPROTO);
+	ck_assert_int_eq(wire_pack_split(pk, len, h, offs), 3);
+	ck_assert_uint_eq(offs[0], 0);
+	ck_assert_uint_eq(offs[1], WIRE_HDR_LEN + 64);
+	ck_assert_uint_eq(offs[2], 2 * WIRE_HDR_LEN + 64);
+	ck_assert_uint_eq(h[0].len, 64);
+	ck_assert_uint_eq(h[1].len, 0);
+	ck_assert_uint_eq(h[2].len, 5);
+	for (i = 0; i < 3; i++) {
+		ck_assert_uint_eq(h[i].type, WIRE_ONEWAY);	/* WIRE_MORE cleared */
+		ck_assert_uint_eq(h[i].grant, 0x0203);
+		ck_assert_uint_eq(offs[i] % WIRE_PACK_ALIGN, 0);
+	}
+	ck_assert_uint_eq(pk[offs[2] + WIRE_HDR_LEN + 4], 3);
+	/* the receive cut anywhere: never accepted, never read beyond */
+	for (i = 0; i < len; i++)
+		ck_assert_int_eq(wire_pack_split(pk, i, h, offs), -EPROTO);
+	/* bytes after the last frame */
+	ck_assert_int_eq(wire_pack_split(pk, len + 1, h, offs), -EPROTO);
+}
+END_TEST
+
+START_TEST(test_pack_invalid)
+{
+	struct wire_hdr h[WIRE_PACK_MAX];
+	uint32_t offs[WIRE_PACK_MAX], len, i;
+
+	/* a lone frame, MORE or not */
+	len = pack_frame(0, WIRE_ONEWAY, 8, 0);
+	ck_assert_int_eq(wire_pack_split(pk, len, h, offs), -EPROTO);
+	len = pack_frame(0, WIRE_ONEWAY | WIRE_MORE, 8, 0);
+	ck_assert_int_eq(wire_pack_split(pk, len, h, offs), -EPROTO);
+	/* a MORE payload not a multiple of 8 */
+	len = pack_frame(0, WIRE_ONEWAY | WIRE_MORE, 12, 0);
+	len = pack_frame(len, WIRE_ONEWAY, 8, 0);
+	ck_assert_int_eq(wire_pack_split(pk, len, h, offs), -EPROTO);
+	/* requests, responses and pollcore's own types never travel packed */
+	for (i = WIRE_REQUEST; i <= WIRE_TYPE_MAX; i++) {
+		len = pack_frame(0, WIRE_ONEWAY | WIRE_MORE, 8, 0);
+		len = pack_frame(len, (uint8_t)i, 8, 0);
+		ck_assert_int_eq(wire_pack_split(pk, len, h, offs), -EPROTO);
+		len = pack_frame(0, (uint8_t)(i | WIRE_MORE), 8, 0);
+		len = pack_frame(len, WIRE_ONEWAY, 8, 0);
+		ck_assert_int_eq(wire_pack_split(pk, len, h, offs), -EPROTO);
+	}
+	/* a bad magic in a later frame */
+	len = pack_frame(0, WIRE_ONEWAY | WIRE_MORE, 8, 0);
+	len = pack_frame(len, WIRE_ONEWAY, 8, 0);
+	pk[WIRE_HDR_LEN + 8] ^= 1;
+	ck_assert_int_eq(wire_pack_split(pk, len, h, offs), -EPROTO);
+	/* a MORE frame whose length runs to the end (no room for the next header), or past it */
+	len = pack_frame(0, WIRE_ONEWAY | WIRE_MORE, 32, 0);
+	ck_assert_int_eq(wire_pack_split(pk, len + WIRE_HDR_LEN - 1, h, offs), -EPROTO);
+	pack_frame(0, WIRE_ONEWAY | WIRE_MORE, UINT32_MAX - 7, 0);
+	ck_assert_int_eq(wire_pack_split(pk, 64, h, offs), -EPROTO);
+	/* WIRE_PACK_MAX frames split; one more is refused */
+	for (len = 0, i = 0; i + 1 < WIRE_PACK_MAX; i++)
+		len = pack_frame(len, WIRE_ONEWAY | WIRE_MORE, 8, (uint8_t)i);
+	ck_assert_int_eq(wire_pack_split(pk, pack_frame(len, WIRE_ONEWAY, 8, 9), h, offs),
+			 (int)WIRE_PACK_MAX);
+	len = pack_frame(len, WIRE_ONEWAY | WIRE_MORE, 8, 9);
+	ck_assert_int_eq(wire_pack_split(pk, pack_frame(len, WIRE_ONEWAY, 8, 10), h, offs), -EPROTO);
+	/* and the peer must be told we take them */
+	ck_assert(PC_CM_FEATURES & PC_CM_FEAT_PACK);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("wire");
@@ -378,6 +469,8 @@ int main(void)
 	tcase_add_test(tc, test_rndv_descriptor);
 	tcase_add_test(tc, test_cm_invalid);
 	tcase_add_test(tc, test_cm_reject);
+	tcase_add_test(tc, test_pack_split);
+	tcase_add_test(tc, test_pack_invalid);
 	suite_add_tcase(s, tc);
 	return pc_test_run(s);
 }

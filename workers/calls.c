@@ -464,8 +464,9 @@ void calls_expire(struct pc_worker *w, uint64_t now)
 
 /*
  * The message of @w whose gidx is @gidx, or NULL: receive buffers, send
- * buffers, raw receive buffers, then the large pool's entries. Any thread:
- * the arrays are set up before the engine runs and stay until it goes.
+ * buffers, raw receive buffers, packed frames, then the large pool's
+ * entries. Any thread: the arrays are set up before the engine runs and
+ * stay until it goes.
  */
 struct msg *msg_by_gidx(struct pc_worker *w, uint32_t gidx)
 {
@@ -480,6 +481,9 @@ struct msg *msg_by_gidx(struct pc_worker *w, uint32_t gidx)
 	if (gidx < p->raw_bufs)
 		return &w->raw_msgs[gidx];
 	gidx -= p->raw_bufs;
+	if (gidx < w->npack)
+		return &w->pack_msgs[gidx];
+	gidx -= w->npack;
 	return w->rv && gidx < w->rv->nlm ? &w->rv->lm[gidx].m : NULL;
 }
 

@@ -57,6 +57,12 @@ static pc_cold void recv_refused(struct pc_worker *w, struct conn *c, struct msg
 	if (overran)
 		set_error(-EPROTO, "%s port %u qp 0x%x: peer sent beyond its credits (%llu granted); closing",
 			  w->dev->name, w->dev->port, c->qpn, (unsigned long long)c->granted);
+	else if (len >= WIRE_HDR_LEN && raw->magic == PC_WIRE_MAGIC && (raw->type & WIRE_MORE))
+		set_error(-EPROTO,
+			  "%s port %u qp 0x%x: malformed pack from peer (%u bytes: not 2 to %u one-way "
+			  "messages, each but the last a multiple of %u bytes, ending the receive)%s; "
+			  "closing", w->dev->name, w->dev->port, c->qpn, len, WIRE_PACK_MAX,
+			  WIRE_PACK_ALIGN, w->p->no_pack ? " (no_pack: none is taken)" : "");
 	else
 		set_error(-EPROTO,
 			  "%s port %u qp 0x%x: malformed message from peer (%u bytes, magic 0x%x, type %u); closing",
@@ -118,6 +124,87 @@ static pc_cold void recv_early(struct pc_worker *w, struct conn *c, struct msg *
 	dp_msg_release(w, m);
 }
 
+/* Counts @m, received on @c, and hands it on: to its call, behind a descriptor, early, or over. */
+static pc_always_inline void recv_deliver(struct pc_worker *w, struct conn *c, struct msg *m,
+					  void *call)
+{
+	STAT_ADD(c->st->msgs_recv, 1);
+	STAT_ADD(c->st->bytes_recv, m->pub.len);
+	STAT_ADD(w->st.rx_msgs, 1);
+	/* a descriptor before it not yet read: after that one (dp_rx_release()) */
+	m->rx_after = c->rv.rx_seq;
+	if (pc_unlikely(c->state == CONN_ATTACHED || (c->state == CONN_DRAINING && !c->was_up))) {
+		recv_early(w, c, m);
+		return;
+	}
+	if (pc_unlikely(call != NULL))
+		call_answer(w, c, m, call);
+	else if (pc_unlikely(m->rx_after != c->rv.rx_dlv))
+		dp_rx_hold(c, m);
+	else
+		dp_deliver(w, w->p, c, m);
+}
+
+/* Frame @h of @m's pack, at @off of its buffer, as message @x (@m itself for the first). */
+static void pack_frame_bind(struct msg *x, struct msg *m, struct conn *c, const struct wire_hdr *h,
+			    uint32_t off)
+{
+	x->pub.conn = (struct pc_conn *)c;
+	x->pub.data = (char *)m->buf->addr + off + HDR;
+	x->pub.len = h->len;
+	/* its own frame only: a send of it (its header rewritten in place) stays there */
+	x->pub.cap = h->len;
+	x->pub.type = PC_MSG_ONEWAY;
+	x->pub.req_id = h->req_id;
+	x->pub.user = NULL;
+	x->origin = c;
+}
+
+/*
+ * A credited receive wire_hdr_parse() refused (@bad), or beyond the
+ * credits granted: a pack is split into its messages, each delivered in
+ * order, sharing @m's buffer (dp_msg_release() gives it back with the
+ * last); anything else closes @c (recv_refused()). A pack spends one
+ * credit, and its first header's grant stands for all (they carry the
+ * same).
+ */
+static pc_noinline void recv_pack(struct pc_worker *w, struct conn *c, struct msg *m, uint32_t len,
+				  int bad)
+{
+	struct wire_hdr h[WIRE_PACK_MAX];
+	uint32_t offs[WIRE_PACK_MAX];
+	struct msg *x[WIRE_PACK_MAX];
+	/* an engine that said it takes none (pc_engine_params.no_pack) refuses them */
+	int n = !bad ? 0 : w->p->no_pack ? -EPROTO : wire_pack_split(m->buf->addr, len, h, offs);
+	int i;
+
+	if (n <= 0 || c->recv_credited >= c->granted) {
+		recv_refused(w, c, m, len, n >= 0);
+		return;
+	}
+	recv_credit(w, c, h[0].grant);
+	/* all bound before any is delivered: a handler may give each back at once */
+	x[0] = m;
+	m->pack_live = (uint8_t)(n - 1);
+	m->pack_gone = 0;
+	for (i = 0; i < n; i++) {
+		if (i) {
+			/* never empty: WIRE_PACK_MAX - 1 for each receive buffer (worker.c) */
+			x[i] = pc_container_of(w->pack_free, struct msg, ctx);
+			w->pack_free = w->pack_free->next;
+			x[i]->pack_of = m;
+			x[i]->buf->addr = (char *)m->buf->addr + offs[i];
+			x[i]->buf->cap = HDR + h[i].len;
+			x[i]->buf->lkey = m->buf->lkey;
+			x[i]->buf->index = m->buf->index;
+			x[i]->call_done = NULL;
+		}
+		pack_frame_bind(x[i], m, c, &h[i], offs[i]);
+	}
+	for (i = 0; i < n; i++)
+		recv_deliver(w, c, x[i], NULL);
+}
+
 static pc_always_inline void recv_one(struct pc_worker *w, const struct ibv_wc *wc, struct msg *m)
 {
 	struct conn *c = dp_conn_of_qpn(w, wc->qp_num);
@@ -157,8 +244,9 @@ static pc_always_inline void recv_one(struct pc_worker *w, const struct ibv_wc *
 	} else {
 		int bad = wire_hdr_parse(m->buf->addr, len, &h);
 
+		/* a pack (several messages in one SEND) is no single message: recv_pack() */
 		if (pc_unlikely(bad || c->recv_credited >= c->granted)) {
-			recv_refused(w, c, m, len, !bad);
+			recv_pack(w, c, m, len, bad);
 			return;
 		}
 		recv_credit(w, c, h.grant);
@@ -177,21 +265,7 @@ static pc_always_inline void recv_one(struct pc_worker *w, const struct ibv_wc *
 			return;
 		}
 	}
-	STAT_ADD(c->st->msgs_recv, 1);
-	STAT_ADD(c->st->bytes_recv, m->pub.len);
-	STAT_ADD(w->st.rx_msgs, 1);
-	/* a descriptor before it not yet read: after that one (dp_rx_release()) */
-	m->rx_after = c->rv.rx_seq;
-	if (pc_unlikely(c->state == CONN_ATTACHED || (c->state == CONN_DRAINING && !c->was_up))) {
-		recv_early(w, c, m);
-		return;
-	}
-	if (pc_unlikely(call != NULL))
-		call_answer(w, c, m, call);
-	else if (pc_unlikely(m->rx_after != c->rv.rx_dlv))
-		dp_rx_hold(c, m);
-	else
-		dp_deliver(w, w->p, c, m);
+	recv_deliver(w, c, m, call);
 }
 
 /* Receives the fast path of dp_complete() does not take (errors, raw peers' queues). */
@@ -219,9 +293,9 @@ static pc_always_inline void wr_done(struct pc_worker *w, struct wr_ctx *ctx, bo
 	case WR_MSG: {
 		struct msg *m = pc_container_of(ctx, struct msg, ctx);
 
-		/* flushed or failed: not known to have arrived */
+		/* flushed or failed: not known to have arrived, nor any packed behind it */
 		if (failed)
-			dp_count_dropped(w, ctx->conn, 1);
+			dp_count_dropped(w, ctx->conn, 1u + m->pack_n);
 		/* a large call's request waits for its window too (rndv_msg_sent()) */
 		if (pc_unlikely(m->pool == POOL_LARGE) && rndv_msg_sent(w, m, failed))
 			break;

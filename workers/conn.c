@@ -96,8 +96,11 @@ void conn_table_del(struct cds_lfht *table, struct conn *c)
 
 /* --- peer parameters and connect answers -------------------------------------------------- */
 
-/* Applies what the peer said; before ATTACH (passive) or on the worker at UP (active). */
-void conn_apply_peer(struct conn *c)
+/*
+ * Applies what the peer said; before ATTACH (passive) or on the worker at UP
+ * (active). @pack: this side sends packs (pc_engine_params.no_pack unset).
+ */
+void conn_apply_peer(struct conn *c, bool pack)
 {
 	c->raw = c->peer_raw;
 	if (c->raw)
@@ -108,6 +111,9 @@ void conn_apply_peer(struct conn *c)
 	c->peer_max_msg = c->peer_priv.max_msg;
 	c->rv.peer_max_large = wire_cm_max_large(&c->peer_priv);
 	c->rv.peer_abort = c->peer_priv.features & PC_CM_FEAT_ABORT;
+	c->pack_room = pack && (c->peer_priv.features & PC_CM_FEAT_PACK)
+			       ? c->peer_max_msg + WIRE_HDR_LEN
+			       : 0;
 	c->peer_window = c->peer_priv.window;
 }
 

@@ -355,6 +355,7 @@ struct conn {
 	uint64_t ka_recv;	/* msgs_recv at the last scan */
 	uint32_t qpn;
 	uint32_t backlog;
+	uint32_t pack_room;	/* bytes the peer's receive holds when it takes packs; else 0 */
 	struct conn *dirty_next;
 	struct conn *gw_next;	/* on w->grant_wait (dp_credit.h) */
 	bool grant_waiting;
@@ -571,7 +572,7 @@ struct conn *conn_lookup(struct cds_lfht *table, uint32_t qpn);
 void conn_table_add(struct cds_lfht *table, struct conn *c);
 void conn_table_del(struct cds_lfht *table, struct conn *c);
 struct conn *conn_of_node(struct cds_lfht_node *node);
-void conn_apply_peer(struct conn *c);
+void conn_apply_peer(struct conn *c, bool pack);
 struct connect_req *conn_connect_take(struct conn *c);
 void conn_connect_answer(struct connect_req *r, int err);
 void conn_connect_done(struct conn *c, int err);

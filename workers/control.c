@@ -45,6 +45,9 @@ static void cm_fill_priv(struct conn *c, struct wire_cm_priv *priv)
 	wire_cm_fill(priv, 0, c->window, (uintptr_t)&c->credit_word[0], c->credit_mr->rkey,
 		     c->e->p.msg_size);
 	priv->max_large = rndv_max_large(c->w);
+	/* one message per receive, each with a whole buffer (pc_engine_params.no_pack) */
+	if (c->e->p.no_pack)
+		priv->features &= ~PC_CM_FEAT_PACK;
 }
 
 /* --- choosing a worker ------------------------------------------------------------ */
@@ -434,7 +437,7 @@ static void on_connect_request(struct pc_engine *e, struct rdma_cm_event *ev)
 		rdma_destroy_id(id);
 		return;
 	}
-	conn_apply_peer(c);
+	conn_apply_peer(c, !e->p.no_pack);
 	/* raw peers get no credits: they bring their own flow control */
 	c->window = c->raw ? 0 : e->p.window;
 	ret = conn_attach(e, c, w);

@@ -105,13 +105,17 @@ static int params_normalise(struct pc_engine_params *p)
 					    "the largest message could never be received",
 					    (unsigned long long)p->large_pool_size, p->max_msg_size);
 	}
-	/* a call's id names its buffer among the worker's messages (worker_pvt.h) */
-	if ((uint64_t)p->rx_bufs + p->tx_bufs + p->raw_bufs +
+	/*
+	 * a call's id names its buffer among the worker's messages (worker_pvt.h),
+	 * each receive buffer's packed frames included (WIRE_PACK_MAX per buffer)
+	 */
+	if ((uint64_t)p->rx_bufs * WIRE_PACK_MAX + p->tx_bufs + p->raw_bufs +
 		    (p->max_msg_size > p->msg_size ? p->large_pool_size >> 16 : 0) + 128 >
 	    (1u << CALL_GIDX_BITS))
-		return set_error(-EINVAL, "rx_bufs %u, tx_bufs %u, raw_bufs %u and a large pool of "
+		return set_error(-EINVAL, "rx_bufs %u (each counting %u, for packed messages), "
+				 "tx_bufs %u, raw_bufs %u and a large pool of "
 				 "%llu MiB make more than %u buffers per worker",
-				 p->rx_bufs, p->tx_bufs, p->raw_bufs,
+				 p->rx_bufs, WIRE_PACK_MAX, p->tx_bufs, p->raw_bufs,
 				 (unsigned long long)(p->large_pool_size >> 20), 1u << CALL_GIDX_BITS);
 	/* the time rule unless only a count was asked for (engine.h: precedence) */
 	if (!p->idle_spins)

@@ -11,27 +11,29 @@
 
 #include "log_pvt.h"
 
-/* --- building chains ------------------------------------------------------------------ */
-
 /* --- building and posting chains -------------------------------------------------------- */
 
 /*
- * Adds @m's SEND to the chain. Returns true when its buffer goes back as
- * soon as the chain is posted (flush_conn()): an inline SEND's bytes are
- * copied into the WQE by the post, so nothing waits for its completion.
- * Its WR then names c->inline_ctx, which only counts a failure. Not a
- * raw peer's (no keepalive probe would notice its send queue stall, see
- * keepalive.c), nor a request, whose buffer stays with its call.
+ * Adds @m's SEND to the chain, with @packed bytes of messages packed behind
+ * it (pack_behind()). Returns true when its buffer goes back as soon as
+ * the chain is posted (flush_conn()): an inline SEND's bytes are copied
+ * into the WQE by the post, so nothing waits for its completion. Its WR
+ * then names c->inline_ctx, which only counts a failure. Not a raw peer's
+ * (no keepalive probe would notice its send queue stall, see keepalive.c),
+ * nor a request, whose buffer stays with its call, nor a pack, whose
+ * failure counts every message in it (m->pack_n).
  */
-static pc_always_inline bool add_send(struct pc_worker *w, struct conn *c, struct msg *m)
+static pc_always_inline bool add_send(struct pc_worker *w, struct conn *c, struct msg *m,
+				      uint32_t packed)
 {
 	struct ibv_send_wr *wr = chain_add(&w->chain);
 	uint32_t bytes = m->pub.len;
 	bool early;
 
 	if (!c->raw) {
-		wire_hdr_fill(m->buf->addr, m->pub.type, m->pub.len, m->pub.req_id, c->granted);
-		bytes += WIRE_HDR_LEN;
+		wire_hdr_fill(m->buf->addr, (uint8_t)(m->pub.type | (packed ? WIRE_MORE : 0)),
+			      m->pub.len, m->pub.req_id, c->granted);
+		bytes += WIRE_HDR_LEN + packed;
 	}
 	wr->sg_list->addr = (uintptr_t)m->buf->addr;
 	wr->sg_list->length = bytes;
@@ -39,13 +41,66 @@ static pc_always_inline bool add_send(struct pc_worker *w, struct conn *c, struc
 	wr->num_sge = 1;
 	wr->opcode = IBV_WR_SEND;
 	early = bytes <= c->max_inline && !c->raw && m->pub.type != PC_MSG_REQUEST &&
-		!m->call_done;
+		!m->call_done && !packed;
 	wr->send_flags = bytes <= c->max_inline ? IBV_SEND_INLINE : 0;
 	wr->wr_id = early ? (uintptr_t)&c->inline_ctx : (uintptr_t)&m->ctx;
 	m->ctx.conn = c;
 	STAT_ADD(c->st->msgs_sent, 1);
 	STAT_ADD(c->st->bytes_sent, m->pub.len);
 	return early;
+}
+
+/* A message that may carry others behind it in its buffer: one-way, of a size that keeps them aligned. */
+static pc_always_inline bool pack_head(const struct msg *m)
+{
+	return m->pool == POOL_TX && m->pub.type == PC_MSG_ONEWAY && !m->call_done &&
+	       m->pub.len % WIRE_PACK_ALIGN == 0;
+}
+
+/*
+ * Packs the one-way messages that follow @m in @c's backlog into @m's
+ * buffer, each a frame of its header and payload (core/wire.h), while they
+ * fit in the peer's receive (c->pack_room) and in @m's buffer: what a
+ * sender posts as many small SENDs the peer receives as one, one credit
+ * and one packet for up to WIRE_PACK_MAX messages. Each is copied, leaves
+ * the backlog (*@next moves past it) and joins @early: its buffer goes
+ * back once the chain is posted. Returns the bytes appended.
+ */
+static pc_noinline uint32_t pack_behind(struct pc_worker *w, struct conn *c, struct msg *m,
+					struct wr_ctx **next, struct wr_ctx **early)
+{
+	char *base = m->buf->addr;
+	uint32_t room = PC_MIN(c->pack_room, w->p->msg_size + WIRE_HDR_LEN);
+	uint32_t start = WIRE_HDR_LEN + m->pub.len, off = start, last_len = m->pub.len;
+	struct wire_hdr *last = NULL;
+	unsigned int n = 0;
+
+	while (*next && n < WIRE_PACK_MAX - 1 && (*next)->kind == WR_MSG &&
+	       last_len % WIRE_PACK_ALIGN == 0) {
+		struct wr_ctx *ctx = *next;
+		struct msg *f = pc_container_of(ctx, struct msg, ctx);
+
+		if (f->pub.type != PC_MSG_ONEWAY || f->call_done || f->pool == POOL_LARGE ||
+		    room - off < WIRE_HDR_LEN || f->pub.len > room - off - WIRE_HDR_LEN)
+			break;
+		if (last)
+			last->type |= WIRE_MORE;
+		last = (struct wire_hdr *)(void *)(base + off);
+		wire_hdr_fill(last, WIRE_ONEWAY, f->pub.len, f->pub.req_id, c->granted);
+		memcpy(base + off + WIRE_HDR_LEN, f->pub.data, f->pub.len);
+		off += WIRE_HDR_LEN + f->pub.len;
+		last_len = f->pub.len;
+		STAT_ADD(c->st->msgs_sent, 1);
+		STAT_ADD(c->st->bytes_sent, f->pub.len);
+		*next = ctx->next;
+		ctx->next = *early;
+		*early = ctx;
+		n++;
+	}
+	m->pack_n = (uint8_t)n;
+	STAT_ADD(w->st.tx_msgs, n);
+	STAT_ADD(c->backlog, (uint32_t)-n);
+	return off - start;
 }
 
 static pc_always_inline void add_op(struct pc_worker *w, const struct conn *c, struct pc_op *op)
@@ -90,9 +145,10 @@ static pc_always_inline void add_credit(struct pc_worker *w, struct conn *c)
 /*
  * Builds and posts one chain for @c: a credit grant, then its backlog.
  * Returns the messages whose buffers go back now that it is posted
- * (add_send()), linked by ctx.next: dp_flush() gives them back once it
- * has decided @c's next turn, so that their grants wait for a carrier as
- * those of buffers back from a completion do (grant_defer()).
+ * (add_send()'s inline ones, pack_behind()'s), linked by ctx.next:
+ * dp_flush() gives them back once it has decided @c's next turn, so that
+ * their grants wait for a carrier as those of buffers back from a
+ * completion do (grant_defer()).
  */
 static struct wr_ctx *flush_conn(struct pc_worker *w, struct conn *c)
 {
@@ -146,9 +202,16 @@ static struct wr_ctx *flush_conn(struct pc_worker *w, struct conn *c)
 			}
 			if (large) {
 				rndv_add_send(w, c, m);
-			} else if (add_send(w, c, m)) {
-				ctx->next = early;
-				early = ctx;
+			} else {
+				uint32_t packed = 0;
+
+				m->pack_n = 0;
+				if (c->pack_room && next && pack_head(m))
+					packed = pack_behind(w, c, m, &next, &early);
+				if (add_send(w, c, m, packed)) {
+					ctx->next = early;
+					early = ctx;
+				}
 			}
 			STAT_ADD(w->st.tx_msgs, 1);
 		} else {

@@ -94,6 +94,43 @@ void dp_credited_leave(struct pc_worker *w, struct conn *c)
 	adm_release(w, 0);
 }
 
+/*
+ * @m, a message of a received pack (@c its origin), given back: the
+ * receive whose buffer goes back now that its last message did, or NULL.
+ * The first message (the receive's own) may go before the others or after.
+ */
+static pc_noinline struct msg *pack_release(struct pc_worker *w, struct msg *m, struct conn *c)
+{
+	struct msg *r = m;
+
+	if (m->pool == POOL_PACK) {
+		r = m->pack_of;
+		if (pc_unlikely(!r)) {
+			pc_err("%s: packed message %u given back twice (pc_msg_release() or a send of "
+			       "a message no longer yours); ignored", w->name, m->gidx);
+			return NULL;
+		}
+		m->pack_of = NULL;
+		m->ctx.next = w->pack_free;
+		w->pack_free = &m->ctx;
+		r->pack_live--;
+	} else {
+		if (pc_unlikely(r->pack_gone)) {
+			pc_err("%s: receive buffer %u given back twice (pc_msg_release() or a send of a "
+			       "message no longer yours); ignored", w->name, r->buf->index);
+			r->origin = c;
+			return NULL;
+		}
+		r->pack_gone = 1;
+		/* dp_msg_release() took it: the buffer still counts on its conn */
+		r->origin = c;
+	}
+	if (r->pack_live || !r->pack_gone)
+		return NULL;
+	r->pack_gone = 0;
+	return r;
+}
+
 struct msg *dp_tx_alloc(struct pc_worker *w)
 {
 	struct pc_buf *b = pc_pool_get(w->tx);
@@ -130,6 +167,14 @@ void dp_msg_release(struct pc_worker *w, struct msg *m)
 	if (pc_unlikely(m->pool == POOL_LARGE)) {
 		w->up.release_large(w, m, c);
 		return;
+	}
+	/* a pack's buffer goes back with the last of its messages */
+	if (pc_unlikely(m->pool == POOL_PACK || m->pack_live)) {
+		m = pack_release(w, m, c);
+		if (!m)
+			return;
+		c = m->origin;
+		m->origin = NULL;
 	}
 	if (pc_unlikely(pc_pool_put(rx_pool(w, m), m->buf))) {
 		pc_err("%s: receive buffer %u given back twice (pc_msg_release() or a send of a "

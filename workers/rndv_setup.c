@@ -73,7 +73,7 @@ int rndv_setup(struct pc_worker *w, bool numa)
 		lm->m.rctx.kind = WR_RECV;
 		lm->m.cancel_ctx = (struct wr_ctx){ .kind = WR_MSG, .action = ACT_CANCEL };
 		/* after the worker's other messages (msg_by_gidx()) */
-		lm->m.gidx = p->rx_bufs + p->tx_bufs + p->raw_bufs + i;
+		lm->m.gidx = p->rx_bufs + p->tx_bufs + p->raw_bufs + w->npack + i;
 		lm->bind_ctx.kind = WR_RNDV_BIND;
 		lm->inv_ctx.kind = WR_RNDV_INV;
 		lm->rd_ctx.kind = WR_RNDV_READ;

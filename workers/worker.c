@@ -42,15 +42,13 @@ static void numa_pool_free(void *addr, size_t len, void *arg)
 }
 
 /* @first: the gidx of msgs[0] (msg_by_gidx()) */
-static void msgs_init(struct pc_worker *w, struct msg *msgs, struct pc_pool *pool, uint32_t n,
+static void msgs_init(struct pc_worker *w, struct msg *msgs, struct pc_buf *bufs, uint32_t n,
 		      enum msg_pool which, uint32_t first)
 {
 	uint32_t i;
 
 	for (i = 0; i < n; i++) {
-		struct pc_buf *b = &pool->bufs[i];
-
-		msgs[i].buf = b;
+		msgs[i].buf = &bufs[i];
 		msgs[i].w = w;
 		msgs[i].pool = (uint8_t)which;
 		msgs[i].gidx = first + i;
@@ -135,7 +133,7 @@ static int worker_setup(struct pc_worker *w)
 		w->raw_msgs = calloc(p->raw_bufs, sizeof(*w->raw_msgs));
 		if (!w->raw_msgs)
 			return -ENOMEM;
-		msgs_init(w, w->raw_msgs, w->raw, p->raw_bufs, POOL_RAW, p->rx_bufs + p->tx_bufs);
+		msgs_init(w, w->raw_msgs, w->raw->bufs, p->raw_bufs, POOL_RAW, p->rx_bufs + p->tx_bufs);
 	}
 	w->rx_msgs = calloc(p->rx_bufs, sizeof(*w->rx_msgs));
 	w->tx_msgs = calloc(p->tx_bufs, sizeof(*w->tx_msgs));
@@ -150,7 +148,7 @@ static int worker_setup(struct pc_worker *w)
 	if (!w->rx_msgs || !w->tx_msgs || !w->chain.wr || !w->chain.sge || !w->srq_wrs ||
 	    !w->rwr || !w->rsge || !w->wc || !w->chans)
 		return -ENOMEM;
-	msgs_init(w, w->rx_msgs, w->rx, p->rx_bufs, POOL_RX, 0);
+	msgs_init(w, w->rx_msgs, w->rx->bufs, p->rx_bufs, POOL_RX, 0);
 	for (i = 0; i < p->rx_bufs; i++) {
 		struct srq_wr *r = &w->srq_wrs[i];
 		const struct pc_buf *b = w->rx_msgs[i].buf;
@@ -160,7 +158,19 @@ static int worker_setup(struct pc_worker *w)
 		r->wr = (struct ibv_recv_wr){ .wr_id = (uintptr_t)&w->rx_msgs[i].rctx,
 					      .sg_list = &r->sge, .num_sge = 1 };
 	}
-	msgs_init(w, w->tx_msgs, w->tx, p->tx_bufs, POOL_TX, p->rx_bufs);
+	msgs_init(w, w->tx_msgs, w->tx->bufs, p->tx_bufs, POOL_TX, p->rx_bufs);
+	/* a received pack's frames after the first: every one a receive buffer can hold */
+	w->npack = p->rx_bufs * (WIRE_PACK_MAX - 1);
+	w->pack_msgs = calloc(w->npack, sizeof(*w->pack_msgs));
+	w->pack_bufs = calloc(w->npack, sizeof(*w->pack_bufs));
+	if (!w->pack_msgs || !w->pack_bufs)
+		return -ENOMEM;
+	msgs_init(w, w->pack_msgs, w->pack_bufs, w->npack, POOL_PACK,
+		  p->rx_bufs + p->tx_bufs + p->raw_bufs);
+	for (i = w->npack; i-- > 0;) {
+		w->pack_msgs[i].ctx.next = w->pack_free;
+		w->pack_free = &w->pack_msgs[i].ctx;
+	}
 	/* the large-message pool, beside them (NUMA-local when they are) */
 	if (rndv_setup(w, alloc != NULL))
 		pc_warn("%s: no rendezvous, messages up to msg_size: %s", w->name, pc_last_error());
@@ -340,6 +350,8 @@ static void worker_teardown(struct pc_worker *w)
 	free(w->srq_wrs);
 	free(w->chain.sge);
 	free(w->chain.wr);
+	free(w->pack_bufs);
+	free(w->pack_msgs);
 	free(w->tx_msgs);
 	free(w->rx_msgs);
 	free(w->raw_msgs);
@@ -443,7 +455,7 @@ unsigned int worker_apply_ctl(struct pc_worker *w)
 			if (!c->passive && !(r = conn_connect_take(c)))
 				break;
 			if (!c->passive)
-				conn_apply_peer(c);
+				conn_apply_peer(c, !p->no_pack);
 			conn_set_state(c, CONN_UP);
 			PC_PROBE(conn_up, c->qpn, c->passive);
 			if (p->on_conn)

@@ -59,7 +59,11 @@ static_assert((int)PC_MSG_ONEWAY == WIRE_ONEWAY && (int)PC_MSG_REQUEST == WIRE_R
 
 /* --- messages -------------------------------------------------------------- */
 
-enum msg_pool { POOL_RX = 0, POOL_TX, POOL_RAW, POOL_LARGE /* struct lmsg (rndv_pvt.h) */ };
+enum msg_pool {
+	POOL_RX = 0, POOL_TX, POOL_RAW,
+	POOL_LARGE,	/* struct lmsg (rndv_pvt.h) */
+	POOL_PACK,	/* a frame after the first of a received pack: no buffer of its own */
+};
 
 /*
  * A buffer is posted with one of two contexts, each of an immutable kind:
@@ -81,6 +85,16 @@ struct msg {
 	uint8_t pool;		/* enum msg_pool */
 	uint8_t in_srq;		/* posted on the SRQ (teardown reclaims it) */
 	uint8_t in_rq;		/* posted on a raw peer's own receive queue (rctx.conn) */
+	/*
+	 * Packs (core/wire.h). Sent: the messages packed behind it into its
+	 * SEND. Received: the frames after it in its buffer not yet given back
+	 * (pack_live), and whether its own message was (pack_gone); the
+	 * buffer goes back with the last of them (msg.c).
+	 */
+	uint8_t pack_n;
+	uint8_t pack_live;
+	uint8_t pack_gone;
+	struct msg *pack_of;	/* POOL_PACK: the receive whose buffer holds it; NULL once given back */
 	uint32_t rx_after;	/* received: rendezvous descriptors its conn had received before it */
 	uint64_t t_call;	/* pc_call(): when, for the round-trip histogram */
 	/*
@@ -262,6 +276,11 @@ struct pc_worker {
 	bool cq_single;		/* the CQ was created IBV_CREATE_CQ_ATTR_SINGLE_THREADED */
 	struct pc_pool *rx, *tx, *raw;
 	struct msg *rx_msgs, *tx_msgs, *raw_msgs;
+	/* packed frames' messages (POOL_PACK), WIRE_PACK_MAX - 1 per receive buffer, and their free list */
+	struct msg *pack_msgs;
+	struct pc_buf *pack_bufs;
+	struct wr_ctx *pack_free;
+	uint32_t npack;
 	struct rndv_pool *rv;	/* the large-message pool; NULL: no rendezvous (rndv.c) */
 	uint32_t srq_outstanding;
 	uint32_t credits_out;	/* sum over conns of credits the peers may still use */

@@ -2,12 +2,13 @@
 /*
  * fuzz suite: libFuzzer harness for the wire parsers (core/wire.h).
  *
- * Every input is read three ways, and each is checked against an oracle
+ * Every input is read four ways, and each is checked against an oracle
  * written from the wire format, not from the parser:
  *  - as a received message: wire_hdr_parse() accepts it exactly when it is
  *    at least a header long, has the magic, a known type and a length equal
  *    to the bytes after the header (any grant), and then copies the header
  *    verbatim;
+ *  - as a received pack: wire_pack_split() (pack_as_received());
  *  - as rdma_cm private data: wire_cm_parse() says raw (0) for a blob too
  *    short to hold the magic, or another magic; refuses (-EPROTO, with a
  *    message) a pollcore blob that is short or carries impossible parameters
@@ -88,6 +89,52 @@ static void hdr_as_received(const uint8_t *data, size_t size)
 	PROP(h.type <= WIRE_TYPE_MAX, "type %u", h.type);
 	PROP(h.len == len - WIRE_HDR_LEN, "len %u of %u bytes", h.len, len);
 	PROP(memcmp(&h, data, sizeof(h)) == 0, "header not copied verbatim");
+}
+
+/*
+ * As a received pack: wire_pack_split() accepts it exactly when the frames,
+ * walked by the format (each header, then its payload; WIRE_MORE on all but
+ * the last, with a payload of a multiple of 8), are 2 to WIRE_PACK_MAX
+ * one-way messages and the last ends the receive. Accepted frames lie
+ * inside the receive, back to back.
+ */
+static void pack_as_received(const uint8_t *data, size_t size)
+{
+	uint32_t len = size > UINT32_MAX ? UINT32_MAX : (uint32_t)size;
+	struct wire_hdr h[WIRE_PACK_MAX];
+	uint32_t offs[WIRE_PACK_MAX];
+	uint64_t off = 0;
+	int ret, want = -EPROTO, n = 0, i;
+
+	ret = wire_pack_split(data, len, h, offs);
+	for (;;) {
+		uint8_t type;
+		uint32_t plen;
+
+		if (n == (int)WIRE_PACK_MAX || len - off < WIRE_HDR_LEN)
+			break;
+		type = data[off + 1];
+		plen = ld32(data + off + 4);
+		if (data[off] != PC_WIRE_MAGIC || (type & 0x7f) != WIRE_ONEWAY)
+			break;
+		n++;
+		if (!(type & WIRE_MORE)) {
+			if (n >= 2 && off + WIRE_HDR_LEN + plen == len)
+				want = n;
+			break;
+		}
+		if (plen % 8 || off + 2 * WIRE_HDR_LEN + plen > len)
+			break;
+		off += WIRE_HDR_LEN + plen;
+	}
+	PROP(ret == want, "%u bytes: split says %d, the format says %d", len, ret, want);
+	for (i = 0; i < ret; i++) {
+		PROP(offs[i] == (i ? offs[i - 1] + WIRE_HDR_LEN + h[i - 1].len : 0),
+		     "frame %d at %u", i, offs[i]);
+		PROP(h[i].type == WIRE_ONEWAY && h[i].magic == PC_WIRE_MAGIC, "frame %d type %u", i,
+		     h[i].type);
+		PROP((uint64_t)offs[i] + WIRE_HDR_LEN + h[i].len <= len, "frame %d past the end", i);
+	}
 }
 
 static void cm_as_received(const uint8_t *data, size_t size)
@@ -198,6 +245,7 @@ static void roundtrip(const uint8_t *data, size_t size)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	hdr_as_received(data, size);
+	pack_as_received(data, size);
 	cm_as_received(data, size);
 	roundtrip(data, size);
 	return 0;

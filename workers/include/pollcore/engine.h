@@ -550,6 +550,18 @@ struct pc_device_params {
  *                alone (as before this field); only @idle_spin_us (or
  *                neither), the time rule; both set, whichever bound comes
  *                first.
+ * @no_pack: send one message per SEND, and tell peers to do the same. By
+ *           default, one-way messages that wait together for the same
+ *           connection (a burst within one turn of its worker, or while
+ *           the peer's credits ran out) go to a pollcore peer up to 8 per
+ *           SEND, as long as they fit in one of its receive buffers
+ *           (msg_size): one receive, one credit and far fewer packets than
+ *           messages. Every message but the last of a SEND must have a
+ *           length that is a multiple of 8 to be followed by another. The
+ *           receiver hands each over as a message of its own, in order;
+ *           its cap is its own length (it shares the buffer with the
+ *           others, which goes back once all are released). Requests,
+ *           responses and messages by rendezvous are never packed.
  */
 struct pc_engine_params {
 	uint32_t size;
@@ -591,6 +603,7 @@ struct pc_engine_params {
 	uint32_t max_calls;
 	uint32_t pad0;		/* unused: the first 0.2 layout's tail padding */
 	uint32_t idle_spin_us;
+	bool no_pack;
 };
 
 /**
