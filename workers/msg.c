@@ -131,6 +131,17 @@ static pc_noinline struct msg *pack_release(struct pc_worker *w, struct msg *m, 
 	return r;
 }
 
+/*
+ * Engine teardown: @m's conn is gone, and so is the conn its buffer counts
+ * on (a packed message's receive's, which goes back with the last of them).
+ */
+void dp_msg_forget(struct msg *m)
+{
+	m->origin = NULL;
+	if (m->pool == POOL_PACK && m->pack_of)
+		m->pack_of->origin = NULL;
+}
+
 struct msg *dp_tx_alloc(struct pc_worker *w)
 {
 	struct pc_buf *b = pc_pool_get(w->tx);

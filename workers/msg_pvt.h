@@ -16,6 +16,7 @@ void dp_credited_join(struct pc_worker *w, struct conn *c);
 void dp_credited_leave(struct pc_worker *w, struct conn *c);
 struct msg *dp_tx_alloc(struct pc_worker *w);
 void dp_msg_release(struct pc_worker *w, struct msg *m);
+void dp_msg_forget(struct msg *m);
 void dp_deliver_slot(struct pc_worker *w, unsigned int slot, struct msg *m);
 void dp_deliver_overflow(struct pc_worker *w);
 void dp_topup_txfree(struct pc_worker *w);

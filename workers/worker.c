@@ -282,14 +282,14 @@ static void worker_reclaim(struct pc_worker *w)
 			dp_msg_release(w, obj);
 		/* their conns were freed before the workers are destroyed: forget them */
 		while (ch->to_app && pc_ring_spsc_dequeue_burst(ch->to_app, &obj, 1)) {
-			msg_of(obj)->origin = NULL;
+			dp_msg_forget(msg_of(obj));
 			dp_msg_release(w, msg_of(obj));
 		}
 		while (ch->ovf_head) {
 			struct msg *m = pc_container_of(ch->ovf_head, struct msg, ctx);
 
 			ch->ovf_head = m->ctx.next;
-			m->origin = NULL;
+			dp_msg_forget(m);
 			dp_msg_release(w, m);
 		}
 	}

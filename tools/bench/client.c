@@ -838,9 +838,13 @@ static struct pc_engine *client_engine(struct bclient *cl)
 {
 	const struct bench_opts *o = cl->o;
 	struct pc_engine_params p;
-	/* --msg-size below --size: messages above it go by rendezvous */
+	/*
+	 * --msg-size below --size: messages above it go by rendezvous. Without
+	 * it, the engine's default (4096), or --size above that: buffers that
+	 * hold a pack of small messages (docs/api.md), as an application's do.
+	 */
 	uint32_t msg = o->mode == MODE_SEND || o->mode == MODE_RPC ?
-		       (o->msg_size ? PC_MIN(o->msg_size, o->size) : o->size) : 0;
+		       (o->msg_size ? PC_MIN(o->msg_size, o->size) : PC_MAX(o->size, 4096u)) : 0;
 	struct pc_engine *e;
 
 	bench_params(o, PC_MAX(msg, (uint32_t)sizeof(struct bench_ctl)), &p);
