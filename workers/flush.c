@@ -75,6 +75,9 @@ static pc_noinline uint32_t pack_behind(struct pc_worker *w, struct conn *c, str
 	struct wire_hdr *last = NULL;
 	unsigned int n = 0;
 
+	/* msg_check() kept it within both; a message that is not stays alone */
+	if (pc_unlikely(off > room))
+		return 0;
 	while (*next && n < WIRE_PACK_MAX - 1 && (*next)->kind == WR_MSG &&
 	       last_len % WIRE_PACK_ALIGN == 0) {
 		struct wr_ctx *ctx = *next;
