@@ -20,8 +20,10 @@
  * into the WQE by the post, so nothing waits for its completion. Its WR
  * then names c->inline_ctx, which only counts a failure. Not a raw peer's
  * (no keepalive probe would notice its send queue stall, see keepalive.c),
- * nor a request, whose buffer stays with its call, nor a pack, whose
- * failure counts every message in it (m->pack_n).
+ * nor the request of a call with a completion, whose buffer stays with its
+ * call, nor a pack, whose failure counts every message in it (m->pack_n).
+ * A call without one keeps nothing in its buffer (its reqset entry holds
+ * its id and clock), which goes back at its send completion otherwise.
  */
 static pc_always_inline bool add_send(struct pc_worker *w, struct conn *c, struct msg *m,
 				      uint32_t packed)
@@ -40,8 +42,7 @@ static pc_always_inline bool add_send(struct pc_worker *w, struct conn *c, struc
 	wr->sg_list->lkey = m->buf->lkey;
 	wr->num_sge = 1;
 	wr->opcode = IBV_WR_SEND;
-	early = bytes <= c->max_inline && !c->raw && m->pub.type != PC_MSG_REQUEST &&
-		!m->call_done && !packed;
+	early = bytes <= c->max_inline && !c->raw && !m->call_done && !packed;
 	wr->send_flags = bytes <= c->max_inline ? IBV_SEND_INLINE : 0;
 	wr->wr_id = early ? (uintptr_t)&c->inline_ctx : (uintptr_t)&m->ctx;
 	m->ctx.conn = c;

@@ -371,8 +371,9 @@ struct pc_device_params {
  *              provider may grant more, and what it grants is used.
  * @signal_every: signal every Nth send-queue WR, sends and pc_rdma() operations
  *                alike (and the last of each chain, but for an inline
- *                response or one-way send to a pollcore peer while the
- *                CQ has room to spare), default 16.
+ *                response, one-way send or request of a pc_call()
+ *                without a completion, to a pollcore peer, while the CQ
+ *                has room to spare), default 16.
  * @poll_batch: ibv_poll_cq batch, default 32.
  * @window: the most receive credits one peer may hold (messages in flight
  *          per connection and direction, requests included), default
