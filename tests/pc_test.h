@@ -143,6 +143,22 @@ static inline int pc_test_require_rdma(void)
  * one buffer took 128 s under ASan). There the file goes to the VM's own
  * tmpfs, /dev/shm, unless TEMP says otherwise.
  */
+/*
+ * One case per test, named as the test, so that CK_RUN_CASE=<name> runs
+ * one: PC_TEST_ADD(s, name, timeout_s) adds test_<name> with its timeout
+ * and returns its case (for a fixture).
+ */
+static inline TCase *pc_test_case(Suite *s, const char *name, const TTest *test, double timeout_s)
+{
+	TCase *tc = tcase_create(name);
+
+	tcase_set_timeout(tc, timeout_s);
+	tcase_add_test(tc, test);
+	suite_add_tcase(s, tc);
+	return tc;
+}
+#define PC_TEST_ADD(s, name, timeout_s) pc_test_case((s), #name, test_##name, (timeout_s))
+
 static inline int pc_test_run(Suite *s)
 {
 	SRunner *sr;

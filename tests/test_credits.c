@@ -1109,16 +1109,9 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("credits");
-	TCase *tc;
 
 	pc_test_require_rdma();
-#define ADD(name)                                \
-	do {                                     \
-		tc = tcase_create(#name);        \
-		tcase_set_timeout(tc, 900);      \
-		tcase_add_test(tc, test_##name); \
-		suite_add_tcase(s, tc);          \
-	} while (0)
+#define ADD(name) PC_TEST_ADD(s, name, 900)
 	/* one case per test: CK_RUN_CASE=<name> runs one */
 	ADD(admission);
 	ADD(floor_held);

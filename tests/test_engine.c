@@ -1148,19 +1148,11 @@ END_TEST
 int main(int argc, char **argv)
 {
 	Suite *s = suite_create("engine");
-	TCase *tc;
 
 	pc_test_require_rdma();
 	if (argc == 3 && !strcmp(argv[1], "crash-client"))
 		return crash_client((uint16_t)atoi(argv[2]));
-#define ADD(name)                                        \
-	do {                                             \
-		tc = tcase_create(#name);                \
-		tcase_set_timeout(tc, 1400);             \
-		tcase_add_checked_fixture(tc, diag_reset, NULL); \
-		tcase_add_test(tc, test_##name);         \
-		suite_add_tcase(s, tc);                  \
-	} while (0)
+#define ADD(name) tcase_add_checked_fixture(PC_TEST_ADD(s, name, 1400), diag_reset, NULL)
 	/* one case per test: CK_RUN_CASE=<name> runs one */
 	ADD(create_errors);
 	ADD(connect_failures);

@@ -577,16 +577,9 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("holes");
-	TCase *tc;
 
 	pc_test_require_rdma();
-#define ADD(name)                                \
-	do {                                     \
-		tc = tcase_create(#name);        \
-		tcase_set_timeout(tc, 600);      \
-		tcase_add_test(tc, test_##name); \
-		suite_add_tcase(s, tc);          \
-	} while (0)
+#define ADD(name) PC_TEST_ADD(s, name, 600)
 	ADD(no_message_before_up);
 	ADD(rdma_on_closed_reports_once);
 	ADD(unknown_response_closes);

@@ -23,7 +23,6 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "pc_test.h"
@@ -39,14 +38,6 @@
  * exactly one receive buffer).
  */
 static const uint32_t sizes[] = { 16, 64, 24, 40, 29, 200, 1000, 56, 4064, 16, 13, MSG_SIZE, 8 * 17 };
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 /* Payload: seq (4 bytes), then bytes derived from seq and position. */
 static uint32_t size_of(uint32_t seq)
@@ -186,8 +177,8 @@ static void run(bool no_pack)
 	cli.work.fn = burst;
 	ck_assert_int_eq(pc_worker_post(pc_conn_worker(cli.conn), &cli.work), 0);
 
-	end = now_ms() + 120000;
-	while (got < N_MSGS && now_ms() < end) {
+	end = pc_test_now_ms() + 120000;
+	while (got < N_MSGS && pc_test_now_ms() < end) {
 		unsigned int n = pc_app_poll(srv, msgs, PC_ARRAY_SIZE(msgs)), i;
 
 		for (i = 0; i < n; i++)
@@ -199,7 +190,7 @@ static void run(bool no_pack)
 	ck_assert_msg(got == N_MSGS, "the server got %u of %u messages", got, N_MSGS);
 	ck_assert_msg(app.bad == 0, "%u messages out of order or corrupted", app.bad);
 	ck_assert_uint_eq(app.nkept, 0);
-	while (atomic_load(&cli.echoes) < N_MSGS / 4 && now_ms() < end)
+	while (atomic_load(&cli.echoes) < N_MSGS / 4 && pc_test_now_ms() < end)
 		usleep(1000);
 	ck_assert_uint_eq(atomic_load(&cli.echoes), N_MSGS / 4);
 	ck_assert_uint_eq(atomic_load(&cli.echo_bad), 0);
@@ -218,10 +209,10 @@ static void run(bool no_pack)
 			      "%lu work requests for %lu messages: packing did not happen",
 			      (unsigned long)cs.wrs_posted, (unsigned long)cs.tx_msgs);
 	/* every receive buffer back once the echoes completed; nothing dropped */
-	end = now_ms() + 10000;
+	end = pc_test_now_ms() + 10000;
 	do {
 		ck_assert_int_eq(pc_engine_stats(srv, 0, &ss), 0);
-	} while (ss.rx_held && now_ms() < end && usleep(1000) == 0);
+	} while (ss.rx_held && pc_test_now_ms() < end && usleep(1000) == 0);
 	ck_assert_uint_eq(ss.rx_held, 0);
 	ck_assert_uint_eq(ss.rx_msgs, N_MSGS);
 	ck_assert_uint_eq(ss.tx_msgs, N_MSGS / 4);
@@ -250,16 +241,9 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("pack");
-	TCase *tc;
 
 	pc_test_require_rdma();
-#define ADD(name)                                \
-	do {                                     \
-		tc = tcase_create(#name);        \
-		tcase_set_timeout(tc, 600);      \
-		tcase_add_test(tc, test_##name); \
-		suite_add_tcase(s, tc);          \
-	} while (0)
+#define ADD(name) PC_TEST_ADD(s, name, 600)
 	ADD(burst);
 	ADD(no_pack);
 	return pc_test_run(s);

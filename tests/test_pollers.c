@@ -1207,16 +1207,9 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("pollers");
-	TCase *tc;
 
 	pc_test_require_rdma();
-#define ADD(name)                                 \
-	do {                                      \
-		tc = tcase_create(#name);         \
-		tcase_set_timeout(tc, 120);       \
-		tcase_add_test(tc, test_##name);  \
-		suite_add_tcase(s, tc);           \
-	} while (0)
+#define ADD(name) PC_TEST_ADD(s, name, 120)
 	/* one case per test: CK_RUN_CASE=<name> runs one */
 	ADD(arg_errors);
 	ADD(thread_identity);
